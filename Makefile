@@ -1,0 +1,109 @@
+# gpurun: a plain Makefile. `make` builds, `make check` tests, `make demo` shows, `make bench` measures.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARNINGS = -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow $(if $(WERROR),-Werror)
+ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fPIC $(CFLAGS)
+ALL_CPPFLAGS = -Ilib -D_GNU_SOURCE -DGPURUN_LIBDIR='"$(LIBDIR)"' $(CPPFLAGS)
+LDLIBS_GPURUN = -ldl -lm
+
+B = build
+LIB_SRC = $(wildcard lib/*.c)
+LIB_OBJ = $(LIB_SRC:%.c=$(B)/obj/%.o)
+PRELOAD_SRC = $(wildcard preload/*.c)
+PRELOAD_OBJ = $(PRELOAD_SRC:%.c=$(B)/obj/%.o)
+UNIT_SRC = $(wildcard tests/unit/*_test.c)
+UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+FAKE_COMMON = tests/fakes/fixture.c
+FAKES = $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/old/libnvidia-ml.so.1 $(B)/fakes/nvidia-smi \
+	$(B)/fakes/libcuda.so.1
+HELPER_SRC = $(wildcard tests/helpers/*.c)
+HELPERS = $(HELPER_SRC:tests/helpers/%.c=$(B)/helpers/%)
+
+PROGRAMS = $(B)/gpurun $(B)/libgpurun.a $(B)/libgpurun-preload.so
+
+.PHONY: all check unit integration demo bench install uninstall clean
+all: $(PROGRAMS)
+
+$(B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/libgpurun.a: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(B)/gpurun: $(B)/obj/launcher/gpurun.o $(B)/libgpurun.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_GPURUN)
+
+# The preload library lives in other people's processes: export only the hooks.
+$(B)/obj/preload/%.o: preload/%.c lib/gpurun.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(B)/libgpurun-preload.so: $(PRELOAD_OBJ) $(B)/libgpurun.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -fvisibility=hidden -Wl,--exclude-libs,ALL \
+		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun.a $(LDLIBS_GPURUN) -lpthread
+
+# ---- test doubles and helpers -------------------------------------------------------------
+$(B)/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c $(FAKE_COMMON) tests/fakes/fixture.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ \
+		tests/fakes/fake_nvml.c $(FAKE_COMMON)
+
+# An "old driver": no suffixed entry points and none of the optional ones.
+$(B)/fakes/old/libnvidia-ml.so.1: tests/fakes/fake_nvml.c $(FAKE_COMMON) tests/fakes/fixture.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DFAKE_NVML_OLD_DRIVER -shared \
+		-Wl,-soname,libnvidia-ml.so.1 -o $@ tests/fakes/fake_nvml.c $(FAKE_COMMON)
+
+$(B)/fakes/nvidia-smi: tests/fakes/fake_smi.c $(FAKE_COMMON) tests/fakes/fixture.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ tests/fakes/fake_smi.c $(FAKE_COMMON)
+
+$(B)/fakes/libcuda.so.1: tests/fakes/fake_cuda.c $(FAKE_COMMON) tests/fakes/fixture.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ \
+		tests/fakes/fake_cuda.c $(FAKE_COMMON)
+	ln -sf libcuda.so.1 $(B)/fakes/libcuda.so
+
+$(B)/helpers/%: tests/helpers/%.c $(B)/fakes/libcuda.so.1
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< -L$(B)/fakes $(if $(findstring direct,$*),-lcuda) \
+		-ldl -lpthread
+
+$(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a -lcmocka $(LDLIBS_GPURUN)
+
+# ---- targets people run ------------------------------------------------------------------
+check: all $(FAKES) $(HELPERS) $(UNIT_BIN)
+	@tests/run.sh $(UNIT_BIN)
+
+demo: all $(FAKES)
+	@tests/demo.sh
+
+bench: all $(FAKES) $(HELPERS)
+	@bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(B)/gpurun $(DESTDIR)$(BINDIR)/gpurun
+	install -m 755 $(B)/libgpurun-preload.so $(DESTDIR)$(LIBDIR)/libgpurun-preload.so
+	install -m 644 $(B)/libgpurun.a $(DESTDIR)$(LIBDIR)/libgpurun.a
+	install -m 644 lib/gpurun.h $(DESTDIR)$(INCLUDEDIR)/gpurun.h
+	install -m 644 gpurun.1 $(DESTDIR)$(MANDIR)/man1/gpurun.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpurun $(DESTDIR)$(LIBDIR)/libgpurun-preload.so \
+		$(DESTDIR)$(LIBDIR)/libgpurun.a $(DESTDIR)$(INCLUDEDIR)/gpurun.h \
+		$(DESTDIR)$(MANDIR)/man1/gpurun.1
+
+clean:
+	rm -rf $(B)

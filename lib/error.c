@@ -1,0 +1,18 @@
+/* error: the one way library calls report a failure to a front end. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "gpurun.h"
+
+int gpurun_fail(struct gpurun_error *err, int status, const char *fmt, ...)
+{
+	if (err) {
+		va_list args;
+
+		va_start(args, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, args);
+		va_end(args);
+		err->status = status;
+	}
+	return status;
+}

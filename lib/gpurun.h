@@ -1,0 +1,272 @@
+/* gpurun.h: the public C API of libgpurun. Probe the GPUs, choose among them by GPUtil's rules,
+ * lease the chosen ones, hand them to a program, report what the machine looks like. */
+#ifndef GPURUN_H
+#define GPURUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPURUN_VERSION "0.1.0"
+
+/* Exit statuses of the gpurun command; library calls report the same numbers in
+ * struct gpurun_error so that a front end can exit with them unchanged. */
+enum gpurun_exit {
+	GPURUN_EXIT_OK = 0,
+	GPURUN_EXIT_USAGE = 2,          /* bad option or value */
+	GPURUN_EXIT_NO_GPU_INFO = 69,   /* EX_UNAVAILABLE: no NVML, no nvidia-smi, no driver */
+	GPURUN_EXIT_SOFTWARE = 70,      /* EX_SOFTWARE: out of memory, an impossible state */
+	GPURUN_EXIT_BUSY = 75,          /* EX_TEMPFAIL: not enough GPUs available */
+	GPURUN_EXIT_LOCK_DIR = 77,      /* EX_NOPERM: the lock directory is unsafe or unwritable */
+	GPURUN_EXIT_CANNOT_EXEC = 126,
+	GPURUN_EXIT_NOT_FOUND = 127,
+};
+
+/* Every failing call fills one of these: the exit status and one line (no "gpurun: " prefix,
+ * no newline) for the user. */
+struct gpurun_error {
+	int status;
+	char message[512];
+};
+
+/* Formats the message (printf-style) and sets the status; returns status, so that callers can
+ * write `return gpurun_fail(err, GPURUN_EXIT_USAGE, "...")`. err may be NULL. */
+int gpurun_fail(struct gpurun_error *err, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- the device record ----------------------------------------------------------------- */
+
+#define GPURUN_UUID_SIZE 96
+#define GPURUN_NAME_SIZE 96
+#define GPURUN_SERIAL_SIZE 32
+#define GPURUN_BUS_ID_SIZE 32
+#define GPURUN_DRIVER_SIZE 80
+#define GPURUN_FLAG_SIZE 16     /* "Enabled" / "Disabled" */
+#define GPURUN_USER_SIZE 33
+#define GPURUN_COMMAND_SIZE 256
+#define GPURUN_HOST_SIZE 65
+
+enum gpurun_vendor { GPURUN_VENDOR_NVIDIA, GPURUN_VENDOR_AMD };
+
+struct gpurun_process {
+	unsigned pid;                   /* host PID, as NVML reports it */
+	double used_mib;                /* NaN when unknown */
+	char user[GPURUN_USER_SIZE];    /* empty when unknown (another PID namespace) */
+	char command[GPURUN_COMMAND_SIZE];
+};
+
+/* Who holds a lease, as written into the lock file by the holder. */
+struct gpurun_holder {
+	pid_t pid;
+	uid_t uid;
+	char user[GPURUN_USER_SIZE];
+	long long start_time;           /* seconds since the epoch */
+	char host[GPURUN_HOST_SIZE];
+	char command[GPURUN_COMMAND_SIZE];
+};
+
+/* One selectable device: a whole GPU, or one MIG instance of a MIG-enabled GPU.
+ * A number that could not be read is NaN; a string that could not be read is empty. */
+struct gpurun_device {
+	int index;                      /* NVML / nvidia-smi index: PCI-bus order */
+	enum gpurun_vendor vendor;
+	char uuid[GPURUN_UUID_SIZE];    /* "GPU-..." or "MIG-..." */
+	char name[GPURUN_NAME_SIZE];
+	char serial[GPURUN_SERIAL_SIZE];
+	char pci_bus_id[GPURUN_BUS_ID_SIZE];
+	double load;                    /* 0..1 */
+	double memory_total;            /* MiB */
+	double memory_used;             /* MiB */
+	double memory_free;             /* MiB */
+	double temperature;             /* degrees C */
+	double power_draw;              /* W */
+	char display_mode[GPURUN_FLAG_SIZE];
+	char display_active[GPURUN_FLAG_SIZE];
+	bool lost;                      /* GPU_IS_LOST: never available */
+	int mig_parent;                 /* index of the parent GPU, -1 for a whole GPU */
+	int mig_instance;               /* position among the parent's instances, -1 for a whole GPU */
+	struct gpurun_process *processes;
+	size_t process_count;
+	bool processes_known;
+	bool leased;                    /* a live lease is held on it (filled by gpurun_lease_inspect) */
+	struct gpurun_holder holder;    /* valid when leased */
+};
+
+/* GPUtil's memoryUtil: used / total, NaN when either is unknown or total is 0. */
+double gpurun_device_memory_util(const struct gpurun_device *device);
+
+struct gpurun_snapshot {
+	struct gpurun_device *devices;
+	size_t count;
+	char driver_version[GPURUN_DRIVER_SIZE];
+	const char *source;             /* "nvml" or "nvidia-smi" (static string) */
+};
+
+/* Allocates room for count zeroed-then-unknown devices (NaN numbers, empty strings, no MIG). */
+int gpurun_snapshot_init(struct gpurun_snapshot *snapshot, size_t count, struct gpurun_error *err);
+void gpurun_device_init_unknown(struct gpurun_device *device);
+void gpurun_snapshot_free(struct gpurun_snapshot *snapshot);
+
+/* ---- the request: everything the user asked for ----------------------------------------- */
+
+enum gpurun_action { GPURUN_RUN, GPURUN_PRINT, GPURUN_SHOW, GPURUN_HELP, GPURUN_VERSION_INFO };
+enum gpurun_order {
+	GPURUN_ORDER_FIRST, GPURUN_ORDER_LAST, GPURUN_ORDER_RANDOM,
+	GPURUN_ORDER_LOAD, GPURUN_ORDER_MEMORY, GPURUN_ORDER_FREE,
+};
+enum gpurun_source { GPURUN_SOURCE_AUTO, GPURUN_SOURCE_NVML, GPURUN_SOURCE_SMI };
+
+#define GPURUN_LIMIT_ALL ((unsigned)-1)
+#define GPURUN_ATTEMPTS_UNLIMITED 0u
+
+struct gpurun_request {
+	enum gpurun_action action;
+	/* selection: GPUtil's getAvailability / getAvailable */
+	double max_load;                /* strict <, default 0.5 */
+	double max_memory;              /* strict <, default 0.5 */
+	double min_free_mib;            /* >=, default 0 */
+	bool include_nan;
+	char *exclude;                  /* comma list of indices and/or UUIDs, or NULL */
+	enum gpurun_order order;
+	unsigned limit;                 /* default 1; GPURUN_LIMIT_ALL */
+	unsigned min_count;             /* fewest acceptable; default = limit */
+	bool min_count_set;
+	unsigned random_seed;           /* for order random; 0 = seed from time and pid */
+	/* waiting */
+	unsigned attempts;              /* default 1; GPURUN_ATTEMPTS_UNLIMITED with --wait */
+	double interval_s;              /* default 10 */
+	double timeout_s;               /* 0 = none */
+	/* data source */
+	enum gpurun_source source;
+	double smi_timeout_s;           /* default 10 */
+	/* hand-off */
+	bool uuid;                      /* hand out UUIDs instead of indices */
+	bool cpu_fallback;              /* run with CUDA_VISIBLE_DEVICES= instead of failing */
+	bool no_lease;
+	bool lazy;                      /* choose at CUDA initialization, through the preload library */
+	char *preload_lib;              /* --preload-lib PATH, or NULL */
+	char *lock_dir;                 /* --lock-dir PATH, else GPURUN_LOCK_DIR, else /tmp/gpurun */
+	/* reports */
+	bool all;                       /* --show --all: GPUtil's full table */
+	bool json;
+	bool verbose;
+	bool explain;
+	/* the program to run: points into the argv given to gpurun_request_parse */
+	char **command;
+	int command_count;
+};
+
+/* Defaults as documented in the README and gpurun(1). */
+void gpurun_request_init(struct gpurun_request *request);
+/* Parses gpurun's command line (argv[0] is the program name and is skipped). Options stop at
+ * "--" or at the first non-option word, which starts the command. */
+int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
+			 struct gpurun_error *err);
+/* Parses GPURUN_OPTIONS-style text ("--limit 1 --order memory"); words are split on blanks,
+ * with '...' and "..." quoting. A command is not allowed there. */
+int gpurun_request_parse_string(struct gpurun_request *request, const char *options,
+				struct gpurun_error *err);
+void gpurun_request_free(struct gpurun_request *request);
+
+/* Value parsers shared by the options: all reject trailing garbage, negatives and NaN. */
+int gpurun_parse_fraction(const char *text, double *fraction);      /* "0.3" or "30%" */
+int gpurun_parse_size_mib(const char *text, double *mib);           /* "512", "20G", "1.5TiB" */
+int gpurun_parse_duration(const char *text, double *seconds);       /* "90", "90s", "15m", "2h" */
+int gpurun_parse_count(const char *text, unsigned *count);          /* non-negative integer */
+
+/* ---- probing ------------------------------------------------------------------------------ */
+
+/* Takes a snapshot from the requested source. AUTO: NVML, else nvidia-smi. On failure the
+ * error names what was tried and why it failed (status GPURUN_EXIT_NO_GPU_INFO). */
+int gpurun_probe(const struct gpurun_request *request, struct gpurun_snapshot *snapshot,
+		 struct gpurun_error *err);
+int gpurun_probe_nvml(struct gpurun_snapshot *snapshot, struct gpurun_error *err);
+int gpurun_probe_smi(double timeout_s, struct gpurun_snapshot *snapshot, struct gpurun_error *err);
+/* The nvidia-smi CSV parser on its own (GPUtil's query plus pci.bus_id, noheader, nounits). */
+int gpurun_smi_parse(const char *text, size_t length, struct gpurun_snapshot *snapshot,
+		     struct gpurun_error *err);
+/* The exact argument list gpurun passes to nvidia-smi, NULL-terminated. */
+extern const char *const gpurun_smi_arguments[];
+
+/* ---- visibility masks -------------------------------------------------------------------- */
+
+/* Marks in allowed[] (one per snapshot device) the devices an inherited CUDA_VISIBLE_DEVICES
+ * value permits. NULL value: every device; empty value: none. */
+int gpurun_visible_mask(const struct gpurun_snapshot *snapshot, const char *cuda_visible_devices,
+			bool *allowed, struct gpurun_error *err);
+
+/* ---- selection ---------------------------------------------------------------------------- */
+
+/* GPUtil's getAvailability for one device, plus gpurun's extensions (exclusion by UUID,
+ * lost devices, leases held by others). */
+bool gpurun_device_available(const struct gpurun_device *device,
+			     const struct gpurun_request *request);
+/* Writes into candidates[] the positions (into snapshot->devices) of every available device
+ * that `allowed` permits (NULL: all), in the requested order; returns how many. candidates
+ * must have room for snapshot->count entries. */
+size_t gpurun_select(const struct gpurun_snapshot *snapshot, const bool *allowed,
+		     const struct gpurun_request *request, size_t *candidates);
+
+/* ---- leases ------------------------------------------------------------------------------- */
+
+#define GPURUN_DEFAULT_LOCK_DIR "/tmp/gpurun"
+
+struct gpurun_lease {
+	int *fds;                       /* one open, locked lock file per leased device */
+	size_t count;
+};
+
+/* The lock directory to use: request->lock_dir, else $GPURUN_LOCK_DIR, else the default. */
+const char *gpurun_lock_dir(const struct gpurun_request *request);
+/* Creates (if missing) and checks the lock directory: a real directory, not a symlink,
+ * sticky if world-writable. */
+int gpurun_lock_dir_prepare(const char *lock_dir, struct gpurun_error *err);
+/* Tries to lease one device without blocking. Returns 0 and the locked descriptor (close-on-
+ * exec) in *fd, 1 when another holder has it, or an error status. */
+int gpurun_lease_try(const char *lock_dir, const struct gpurun_device *device, int *fd,
+		     struct gpurun_error *err);
+/* Records the holder (this process, about to run `command`) in a leased lock file. */
+int gpurun_lease_write_holder(int fd, char *const *command, int command_count);
+/* Keeps the leases across exec: clears FD_CLOEXEC on every held descriptor. */
+void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease);
+void gpurun_lease_release(struct gpurun_lease *lease);
+/* Fills leased/holder for every device whose lock is held by a live holder. Never blocks. */
+void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot);
+
+/* ---- acquisition: probe → mask → select → lease, with attempts/interval/timeout ---------- */
+
+struct gpurun_choice {
+	struct gpurun_snapshot snapshot; /* the snapshot the choice was made from */
+	size_t *chosen;                 /* positions into snapshot.devices, in hand-off order */
+	size_t count;
+	struct gpurun_lease lease;
+	unsigned attempts_made;
+};
+
+/* Runs the attempt loop. Returns 0 with a choice, GPURUN_EXIT_BUSY when not enough devices
+ * were available after every attempt, or another error status. */
+int gpurun_acquire(const struct gpurun_request *request, struct gpurun_choice *choice,
+		   struct gpurun_error *err);
+/* Writes the CUDA_VISIBLE_DEVICES value for the choice (indices, or UUIDs with --uuid). */
+int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
+			 char *buffer, size_t size);
+void gpurun_choice_free(struct gpurun_choice *choice);
+
+/* ---- reports ------------------------------------------------------------------------------ */
+
+/* GPUtil.showUtilization() byte for byte; all = showUtilization(all=True). */
+int gpurun_report_table(FILE *out, const struct gpurun_snapshot *snapshot, bool all);
+/* One JSON object: {hostname, driver_version, query_time, gpus: [...]}, gpustat's keys. */
+int gpurun_report_json(FILE *out, const struct gpurun_snapshot *snapshot, const char *hostname,
+		       double query_time);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,83 @@
+# lib.sh: what every integration test sources: paths to the built tree and the fakes, a private
+# scratch directory, and TAP assertions (ok / not ok / # SKIP) that tests/run.sh counts.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$ROOT/build
+GPURUN=$BUILD/gpurun
+FAKES=$BUILD/fakes
+FIXTURES=$ROOT/tests/fixtures
+EXPECTED=$ROOT/tests/integration/expected
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-test.XXXXXX")
+trap 'rm -rf "$SCRATCH"' EXIT
+
+# Every test runs against the fakes only, with its own lock directory, and never sees the
+# caller's GPU environment.
+unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER NVIDIA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES \
+	HIP_VISIBLE_DEVICES GPU_DEVICE_ORDINAL SLURM_JOB_GPUS SLURM_STEP_GPUS GPURUN_OPTIONS LD_PRELOAD
+export GPURUN_NVML_LIB=$FAKES/libnvidia-ml.so.1
+export GPURUN_NVIDIA_SMI=$FAKES/nvidia-smi
+export GPURUN_LOCK_DIR=$SCRATCH/locks
+
+TEST_NUMBER=0
+
+ok() { TEST_NUMBER=$((TEST_NUMBER + 1)); printf 'ok %d - %s\n' "$TEST_NUMBER" "$1"; }
+not_ok() {
+	TEST_NUMBER=$((TEST_NUMBER + 1))
+	printf 'not ok %d - %s\n' "$TEST_NUMBER" "$1"
+	shift
+	local detail
+	for detail in "$@"; do printf '# %s\n' "$detail"; done
+}
+skip() { TEST_NUMBER=$((TEST_NUMBER + 1)); printf 'not ok %d # SKIP %s: %s\n' "$TEST_NUMBER" "$1" "$2"; }
+
+# Uses a fixture: by name from tests/fixtures, or a path.
+use_fixture() {
+	case "$1" in
+	/*) export GPURUN_FAKE_FIXTURE=$1 ;;
+	*) export GPURUN_FAKE_FIXTURE=$FIXTURES/$1 ;;
+	esac
+}
+
+# run CMD...: runs it, capturing stdout in $OUT_TEXT, stderr in $ERR_TEXT, status in $STATUS.
+run() {
+	"$@" >"$SCRATCH/stdout" 2>"$SCRATCH/stderr"
+	STATUS=$?
+	OUT_TEXT=$(cat "$SCRATCH/stdout")
+	ERR_TEXT=$(cat "$SCRATCH/stderr")
+}
+
+# expect NAME STATUS [STDOUT]: checks the last run's status (and stdout when given).
+expect() {
+	local name=$1 status=$2
+	if [ "$STATUS" != "$status" ]; then
+		not_ok "$name" "status $STATUS, wanted $status" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"
+	elif [ $# -ge 3 ] && [ "$OUT_TEXT" != "$3" ]; then
+		not_ok "$name" "stdout: '$OUT_TEXT'" "wanted: '$3'" "stderr: $ERR_TEXT"
+	else
+		ok "$name"
+	fi
+}
+
+# expect_error NAME STATUS PATTERN: a failure with one "gpurun: " line matching PATTERN (grep -E)
+# on stderr and nothing on stdout.
+expect_error() {
+	local name=$1 status=$2 pattern=$3
+	if [ "$STATUS" != "$status" ]; then
+		not_ok "$name" "status $STATUS, wanted $status" "stderr: $ERR_TEXT"
+	elif [ -n "$OUT_TEXT" ]; then
+		not_ok "$name" "stdout not empty: $OUT_TEXT"
+	elif [ "$(printf '%s\n' "$ERR_TEXT" | wc -l)" -ne 1 ] || [[ "$ERR_TEXT" != "gpurun: "* ]]; then
+		not_ok "$name" "stderr is not one 'gpurun: ' line: $ERR_TEXT"
+	elif ! grep -Eq -- "$pattern" <<<"$ERR_TEXT"; then
+		not_ok "$name" "stderr '$ERR_TEXT' does not match '$pattern'"
+	else
+		ok "$name"
+	fi
+}
+
+# check NAME CMD...: ok when CMD succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name" "failed: $*"; fi
+}
