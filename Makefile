@@ -25,6 +25,8 @@ FAKES = $(B)/fakes/libnvidia-ml.so.1 $(B)/fakes/old/libnvidia-ml.so.1 $(B)/fakes
 	$(B)/fakes/libcuda.so.1
 HELPER_SRC = $(wildcard tests/helpers/*.c)
 HELPERS = $(HELPER_SRC:tests/helpers/%.c=$(B)/helpers/%)
+BENCH_SRC = $(wildcard bench/*.c)
+BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
 PROGRAMS = $(B)/gpurun $(B)/libgpurun.a $(B)/libgpurun-preload.so
 
@@ -78,6 +80,10 @@ $(B)/helpers/%: tests/helpers/%.c $(B)/fakes/libcuda.so.1
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< -L$(B)/fakes $(if $(findstring direct,$*),-lcuda) \
 		-ldl -lpthread
 
+$(B)/bench/%: bench/%.c $(B)/libgpurun.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a $(LDLIBS_GPURUN)
+
 $(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a -lcmocka $(LDLIBS_GPURUN)
@@ -89,7 +95,7 @@ check: all $(FAKES) $(HELPERS) $(UNIT_BIN)
 demo: all $(FAKES)
 	@tests/demo.sh
 
-bench: all $(FAKES) $(HELPERS)
+bench: all $(FAKES) $(HELPERS) $(BENCH_BIN)
 	@bench/run.sh
 
 install: all

@@ -172,6 +172,10 @@ int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
 int gpurun_request_parse_string(struct gpurun_request *request, const char *options,
 				struct gpurun_error *err);
 void gpurun_request_free(struct gpurun_request *request);
+/* The option words for an order and a source ("memory", "nvidia-smi"), as --order and --source
+ * take them; "unknown" for a value outside the enum. */
+const char *gpurun_order_name(enum gpurun_order order);
+const char *gpurun_source_name(enum gpurun_source source);
 
 /* Value parsers shared by the options: all reject trailing garbage, negatives and NaN. */
 int gpurun_parse_fraction(const char *text, double *fraction);      /* "0.3" or "30%" */
@@ -206,6 +210,10 @@ int gpurun_visible_mask(const struct gpurun_snapshot *snapshot, const char *cuda
  * lost devices, leases held by others). */
 bool gpurun_device_available(const struct gpurun_device *device,
 			     const struct gpurun_request *request);
+/* Why a device is not available ("load 85% is not below 50%"), written into buffer (which may
+ * be NULL); returns 0 when it is available, 1 when it is not. gpurun_device_available is this. */
+int gpurun_unavailable_reason(const struct gpurun_device *device,
+			      const struct gpurun_request *request, char *buffer, size_t size);
 /* Writes into candidates[] the positions (into snapshot->devices) of every available device
  * that `allowed` permits (NULL: all), in the requested order; returns how many. candidates
  * must have room for snapshot->count entries. */
@@ -223,22 +231,43 @@ struct gpurun_lease {
 
 /* The lock directory to use: request->lock_dir, else $GPURUN_LOCK_DIR, else the default. */
 const char *gpurun_lock_dir(const struct gpurun_request *request);
-/* Creates (if missing) and checks the lock directory: a real directory, not a symlink,
- * sticky if world-writable. */
-int gpurun_lock_dir_prepare(const char *lock_dir, struct gpurun_error *err);
+/* Opens the lock directory, creating it when missing (mode 1777 whatever the umask). Refuses a
+ * symlink, a non-directory, a world-writable directory without the sticky bit and one this user
+ * cannot write, with a message naming the path and the fix (status GPURUN_EXIT_LOCK_DIR). */
+int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error *err);
 /* Tries to lease one device without blocking. Returns 0 and the locked descriptor (close-on-
- * exec) in *fd, 1 when another holder has it, or an error status. */
-int gpurun_lease_try(const char *lock_dir, const struct gpurun_device *device, int *fd,
-		     struct gpurun_error *err);
-/* Records the holder (this process, about to run `command`) in a leased lock file. */
-int gpurun_lease_write_holder(int fd, char *const *command, int command_count);
+ * exec) in *fd, 1 when another holder has it, or an error status (a symlink or a non-regular
+ * file where the lock file should be). */
+int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
+		     int *fd, struct gpurun_error *err);
+/* Records the holder (this process, about to run `command`; NULL: this process's own command
+ * line) in a leased lock file. Best effort: a lease without a record is still a lease. */
+void gpurun_lease_write_holder(int fd, char *const *command, int command_count);
 /* Keeps the leases across exec: clears FD_CLOEXEC on every held descriptor. */
 void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease);
 void gpurun_lease_release(struct gpurun_lease *lease);
-/* Fills leased/holder for every device whose lock is held by a live holder. Never blocks. */
+/* Fills leased/holder for every device whose lock is held by a live holder. Never blocks;
+ * a record whose lock is not held is stale and ignored. */
 void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot);
+/* Parses a holder record (the lock file's text); 0 when it has at least a pid. */
+int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *holder);
 
 /* ---- acquisition: probe → mask → select → lease, with attempts/interval/timeout ---------- */
+
+/* What one look at the machine found, for progress lines. */
+struct gpurun_progress {
+	unsigned attempt;               /* counted attempts so far */
+	unsigned attempts;              /* GPURUN_ATTEMPTS_UNLIMITED when waiting without limit */
+	size_t wanted;                  /* min_count */
+	size_t available;               /* available by the thresholds (leased or not) */
+	size_t leased_by_others;        /* available but leased by another job */
+	size_t busy;                    /* in the mask but not available by the thresholds */
+	size_t waiting_ahead;           /* older waiters for the same GPUs (0: our turn) */
+	double elapsed_s;
+	bool final;                     /* the last look: success or giving up */
+};
+
+typedef void gpurun_progress_fn(const struct gpurun_progress *progress, void *context);
 
 struct gpurun_choice {
 	struct gpurun_snapshot snapshot; /* the snapshot the choice was made from */
@@ -246,13 +275,15 @@ struct gpurun_choice {
 	size_t count;
 	struct gpurun_lease lease;
 	unsigned attempts_made;
+	struct gpurun_progress last;    /* the last look, also when acquisition failed */
 };
 
 /* Runs the attempt loop. Returns 0 with a choice, GPURUN_EXIT_BUSY when not enough devices
- * were available after every attempt, or another error status. */
-int gpurun_acquire(const struct gpurun_request *request, struct gpurun_choice *choice,
-		   struct gpurun_error *err);
-/* Writes the CUDA_VISIBLE_DEVICES value for the choice (indices, or UUIDs with --uuid). */
+ * were available after every attempt, or another error status. progress may be NULL. */
+int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *progress,
+		   void *progress_context, struct gpurun_choice *choice, struct gpurun_error *err);
+/* Writes the CUDA_VISIBLE_DEVICES value for the choice (indices, or UUIDs with --uuid).
+ * Returns 0, or -1 when it does not fit. */
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
 			 char *buffer, size_t size);
 void gpurun_choice_free(struct gpurun_choice *choice);

@@ -81,3 +81,8 @@ check() {
 	shift
 	if "$@"; then ok "$name"; else not_ok "$name" "failed: $*"; fi
 }
+
+# Wall-clock timing without external tools: seconds since `start_clock`, and range checks.
+start_clock() { CLOCK_START=$EPOCHREALTIME; }
+elapsed() { awk -v a="$CLOCK_START" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x < hi) }'; }

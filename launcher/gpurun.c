@@ -1,0 +1,363 @@
+/* gpurun: the command-line front end. argv → request → acquire → exec the program (or print
+ * the choice, or show the machine). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "gpurun.h"
+
+#define PRELOAD_NAME "libgpurun-preload.so"
+
+static const char usage_text[] =
+	"usage: gpurun [options] [--] command [args...]   choose GPUs, lease them, run command\n"
+	"       gpurun --print [options]                  print the choice (holds no lease)\n"
+	"       gpurun --show [--all] [--json]            show the GPUs (GPUtil's table)\n"
+	"\n"
+	"selection (GPUtil's rules):\n"
+	"  --limit N|all        how many GPUs (default 1)\n"
+	"  --min-count M        accept as few as M when N cannot be had (default N)\n"
+	"  --max-load F         available when load < F (0.5, or 50%; default 0.5)\n"
+	"  --max-memory F       available when memory used/total < F (default 0.5)\n"
+	"  --min-free SIZE      available when free memory >= SIZE (MiB, or 20G, 512MiB)\n"
+	"  --include-nan        an unknown load or memory use does not disqualify\n"
+	"  --exclude LIST       never these GPUs (indices and/or UUIDs, comma separated)\n"
+	"  --order ORDER        first, last, random, load, memory, free (default first)\n"
+	"  --seed N             seed for --order random\n"
+	"waiting:\n"
+	"  --attempts N         look N times (default 1)\n"
+	"  --interval DURATION  between attempts (default 10s; 90s, 15m, 2h)\n"
+	"  --wait               look until GPUs are free (a released lease wakes at once)\n"
+	"  --timeout DURATION   give up after DURATION (implies --wait)\n"
+	"hand-off:\n"
+	"  --uuid               CUDA_VISIBLE_DEVICES gets UUIDs instead of indices\n"
+	"  --cpu-fallback       run with CUDA_VISIBLE_DEVICES= instead of failing\n"
+	"  --no-lease           do not reserve the GPUs (share them on purpose)\n"
+	"  --lock-dir PATH      where leases live (default $GPURUN_LOCK_DIR or /tmp/gpurun)\n"
+	"  --lazy               choose when the program initializes CUDA (preload library)\n"
+	"  --preload-lib PATH   the preload library to use with --lazy\n"
+	"data source:\n"
+	"  --source SOURCE      auto, nvml or nvidia-smi (default auto: NVML, else nvidia-smi)\n"
+	"  --smi-timeout DURATION  kill a hung nvidia-smi after this (default 10s)\n"
+	"reports:\n"
+	"  --print              print the chosen list and exit; the lease ends with gpurun, so\n"
+	"                       prefer `gpurun [options] command` to keep the GPUs reserved\n"
+	"  --show, --all, --json   the utilization table, GPUtil's full table, or JSON\n"
+	"  -v, --verbose        progress on every attempt\n"
+	"  --explain            why each GPU was or was not chosen\n"
+	"  -h, --help           this text;   -V, --version   the version\n"
+	"\n"
+	"exit status: the command's own; 2 bad usage; 69 no GPU information; 75 not enough GPUs\n"
+	"available; 77 lock directory unusable; 126 command not executable; 127 command not found.\n"
+	"See gpurun(1).\n";
+
+static int fail_with(const struct gpurun_error *err)
+{
+	fprintf(stderr, "gpurun: %s\n", err->message);
+	return err->status;
+}
+
+/* ---- progress while waiting ------------------------------------------------------------- */
+
+struct status_line {
+	bool terminal;                  /* stderr is a TTY: one self-updating line */
+	bool verbose;                   /* a log: one line per attempt */
+	bool drawn;
+	unsigned logged_attempt;
+};
+
+static void format_attempts(const struct gpurun_progress *progress, char *text, size_t size)
+{
+	if (progress->attempts == GPURUN_ATTEMPTS_UNLIMITED)
+		snprintf(text, size, "%u", progress->attempt);
+	else
+		snprintf(text, size, "%u/%u", progress->attempt, progress->attempts);
+}
+
+static void show_progress(const struct gpurun_progress *progress, void *context)
+{
+	struct status_line *line = context;
+	char attempts[32];
+	size_t free_now = progress->available - progress->leased_by_others;
+
+	format_attempts(progress, attempts, sizeof(attempts));
+	if (line->terminal) {
+		if (progress->final) {
+			if (line->drawn)
+				fputs("\r\033[K", stderr);
+			return;
+		}
+		fprintf(stderr, "\r\033[Kgpurun: waiting for %zu GPU%s: %zu free, %zu leased by others, "
+			"%zu busy, %zu waiting ahead, %.0fs elapsed (attempt %s)",
+			progress->wanted, progress->wanted == 1 ? "" : "s", free_now,
+			progress->leased_by_others, progress->busy, progress->waiting_ahead,
+			progress->elapsed_s, attempts);
+		line->drawn = true;
+	} else if (line->verbose && !progress->final && progress->attempt != line->logged_attempt) {
+		fprintf(stderr, "gpurun: attempt %s: %zu of %zu GPU%s available (%zu leased by others, "
+			"%zu busy, %zu waiting ahead)\n", attempts, free_now, progress->wanted,
+			progress->wanted == 1 ? "" : "s", progress->leased_by_others, progress->busy,
+			progress->waiting_ahead);
+		line->logged_attempt = progress->attempt;
+	}
+	fflush(stderr);
+}
+
+/* ---- --explain ---------------------------------------------------------------------------- */
+
+static bool is_chosen(const struct gpurun_choice *choice, size_t position)
+{
+	for (size_t i = 0; i < choice->count; i++)
+		if (choice->chosen[i] == position)
+			return true;
+	return false;
+}
+
+static void explain(const struct gpurun_request *request, struct gpurun_choice *choice)
+{
+	struct gpurun_snapshot *snapshot = &choice->snapshot;
+	const char *mask = getenv("CUDA_VISIBLE_DEVICES");
+	bool *allowed = calloc(snapshot->count ? snapshot->count : 1, sizeof(*allowed));
+	struct gpurun_error err;
+
+	if (!allowed)
+		return;
+	if (mask)
+		fprintf(stderr, "gpurun: mask: CUDA_VISIBLE_DEVICES=%s (inherited): choosing only "
+			"among those GPUs\n", mask);
+	else
+		fprintf(stderr, "gpurun: mask: none (CUDA_VISIBLE_DEVICES is not set): every GPU\n");
+	if (gpurun_visible_mask(snapshot, mask, allowed, &err) != 0)
+		memset(allowed, 0, snapshot->count * sizeof(*allowed));
+	if (!request->no_lease)
+		gpurun_lease_inspect(gpurun_lock_dir(request), snapshot);
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+		char reason[256];
+
+		if (is_chosen(choice, i))
+			snprintf(reason, sizeof(reason), "chosen");
+		else if (!allowed[i])
+			snprintf(reason, sizeof(reason), "outside the mask");
+		else if (gpurun_unavailable_reason(device, request, reason, sizeof(reason)) == 0)
+			snprintf(reason, sizeof(reason), "available, not needed");
+		fprintf(stderr, "gpurun: GPU %d (%s): %s\n", device->index, device->uuid, reason);
+	}
+	free(allowed);
+}
+
+/* ---- the three actions ---------------------------------------------------------------------- */
+
+static int show(const struct gpurun_request *request)
+{
+	struct gpurun_snapshot snapshot;
+	struct gpurun_error err;
+	struct timeval now;
+	char host[256] = "";
+
+	gettimeofday(&now, NULL);
+	if (gpurun_probe(request, &snapshot, &err) != 0)
+		return fail_with(&err);
+	if (!request->no_lease)
+		gpurun_lease_inspect(gpurun_lock_dir(request), &snapshot);
+	gethostname(host, sizeof(host) - 1);
+	int written = request->json
+		? gpurun_report_json(stdout, &snapshot, host, (double)now.tv_sec + now.tv_usec / 1e6)
+		: gpurun_report_table(stdout, &snapshot, request->all);
+	gpurun_snapshot_free(&snapshot);
+	if (written != 0 || fflush(stdout) != 0) {
+		fprintf(stderr, "gpurun: cannot write the report: %s\n", strerror(errno));
+		return GPURUN_EXIT_SOFTWARE;
+	}
+	return 0;
+}
+
+static int exec_command(const struct gpurun_request *request)
+{
+	execvp(request->command[0], request->command);
+	int cause = errno;
+	fprintf(stderr, "gpurun: cannot run '%s': %s\n", request->command[0], strerror(cause));
+	return cause == ENOENT || cause == ENOTDIR ? GPURUN_EXIT_NOT_FOUND : GPURUN_EXIT_CANNOT_EXEC;
+}
+
+/* Hands the choice to the program through its environment, then becomes the program. */
+static int hand_off(const struct gpurun_request *request, const struct gpurun_choice *choice,
+		    const char *visible)
+{
+	if (setenv("CUDA_VISIBLE_DEVICES", visible, 1) != 0 ||
+	    (!request->uuid && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
+	    setenv("GPURUN_CHOSEN", visible, 1) != 0) {
+		fprintf(stderr, "gpurun: cannot set the environment: %s\n", strerror(errno));
+		return GPURUN_EXIT_SOFTWARE;
+	}
+	if (choice)
+		gpurun_lease_keep_across_exec(&choice->lease);
+	return exec_command(request);
+}
+
+static int choose(const struct gpurun_request *request)
+{
+	struct status_line line = { .terminal = isatty(STDERR_FILENO) && !request->verbose,
+				    .verbose = request->verbose };
+	struct gpurun_choice choice;
+	struct gpurun_error err;
+	char visible[8192];
+
+	int status = gpurun_acquire(request, show_progress, &line, &choice, &err);
+	if (request->explain && (status == 0 || status == GPURUN_EXIT_BUSY))
+		explain(request, &choice);
+	if (status == GPURUN_EXIT_BUSY && request->cpu_fallback) {
+		fprintf(stderr, "gpurun: %s; running on the CPU (--cpu-fallback)\n", err.message);
+		gpurun_choice_free(&choice);
+		if (request->action == GPURUN_PRINT) {
+			puts("");
+			return 0;
+		}
+		return hand_off(request, NULL, "");
+	}
+	if (status != 0) {
+		gpurun_choice_free(&choice);
+		return fail_with(&err);
+	}
+	if (gpurun_choice_format(&choice, request, visible, sizeof(visible)) != 0) {
+		gpurun_choice_free(&choice);
+		fprintf(stderr, "gpurun: the chosen list does not fit in CUDA_VISIBLE_DEVICES\n");
+		return GPURUN_EXIT_SOFTWARE;
+	}
+	if (request->verbose)
+		fprintf(stderr, "gpurun: chose %s after %u attempt%s\n", visible, choice.attempts_made,
+			choice.attempts_made == 1 ? "" : "s");
+	if (request->action == GPURUN_PRINT) {
+		printf("%s\n", visible);
+		gpurun_choice_free(&choice);
+		return fflush(stdout) == 0 ? 0 : GPURUN_EXIT_SOFTWARE;
+	}
+	return hand_off(request, &choice, visible);
+}
+
+/* ---- --lazy: let the preload library choose inside the program ------------------------- */
+
+/* Writes directory/name into path; true when it fits and names a readable file. */
+static bool readable_file_at(char *path, size_t size, const char *directory, const char *name)
+{
+	int length = snprintf(path, size, "%s/%s", directory, name);
+
+	return length > 0 && (size_t)length < size && access(path, R_OK) == 0;
+}
+
+/* Next to this binary (a build tree or bin/ beside lib/), then the install tree; never ".". */
+static bool find_preload_library(char *path, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (length > 0) {
+		self[length] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (readable_file_at(path, size, self, PRELOAD_NAME) ||
+			    readable_file_at(path, size, self, "../lib/" PRELOAD_NAME))
+				return true;
+		}
+	}
+	return readable_file_at(path, size, GPURUN_LIBDIR, PRELOAD_NAME);
+}
+
+/* GPURUN_OPTIONS gets the selection options exactly as given, each word escaped for the
+ * option-string parser; --preload-lib is the launcher's own business. */
+static int build_options(int option_count, char **options, char *text, size_t size)
+{
+	size_t used = 0;
+
+	for (int i = 0; i < option_count; i++) {
+		if (strcmp(options[i], "--preload-lib") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(options[i], "--preload-lib=", 14) == 0 || strcmp(options[i], "--") == 0)
+			continue;
+		if (used && used + 1 < size)
+			text[used++] = ' ';
+		for (const char *c = options[i]; *c; c++) {
+			bool plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+				     (*c >= '0' && *c <= '9') || strchr("-_=.,:/%+", *c);
+			if (used + 3 >= size)
+				return -1;
+			if (!plain)
+				text[used++] = '\\';
+			text[used++] = *c;
+		}
+	}
+	if (used >= size)
+		return -1;
+	text[used] = '\0';
+	return 0;
+}
+
+static int run_lazy(const struct gpurun_request *request, int option_count, char **options)
+{
+	char library[PATH_MAX];
+	char preload[PATH_MAX * 2];
+	char gpurun_options[8192];
+	const char *inherited = getenv("LD_PRELOAD");
+
+	if (request->preload_lib)
+		snprintf(library, sizeof(library), "%s", request->preload_lib);
+	else if (!find_preload_library(library, sizeof(library))) {
+		fprintf(stderr, "gpurun: --lazy: cannot find %s next to gpurun or in %s "
+			"(use --preload-lib PATH)\n", PRELOAD_NAME, GPURUN_LIBDIR);
+		return GPURUN_EXIT_SOFTWARE;
+	}
+	if (access(library, R_OK) != 0) {
+		fprintf(stderr, "gpurun: --preload-lib: cannot read %s: %s\n", library, strerror(errno));
+		return GPURUN_EXIT_USAGE;
+	}
+	if (build_options(option_count, options, gpurun_options, sizeof(gpurun_options)) != 0) {
+		fprintf(stderr, "gpurun: --lazy: the options are too long for GPURUN_OPTIONS\n");
+		return GPURUN_EXIT_USAGE;
+	}
+	if (inherited && *inherited)
+		snprintf(preload, sizeof(preload), "%s:%s", library, inherited);
+	else
+		snprintf(preload, sizeof(preload), "%s", library);
+	if (setenv("LD_PRELOAD", preload, 1) != 0 ||
+	    setenv("GPURUN_OPTIONS", gpurun_options, 1) != 0) {
+		fprintf(stderr, "gpurun: cannot set the environment: %s\n", strerror(errno));
+		return GPURUN_EXIT_SOFTWARE;
+	}
+	return exec_command(request);
+}
+
+int main(int argc, char **argv)
+{
+	struct gpurun_request request;
+	struct gpurun_error err;
+
+	gpurun_request_init(&request);
+	if (gpurun_request_parse(&request, argc, argv, &err) != 0)
+		return fail_with(&err);
+	switch (request.action) {
+	case GPURUN_HELP:
+		fputs(usage_text, stdout);
+		return 0;
+	case GPURUN_VERSION_INFO:
+		puts("gpurun " GPURUN_VERSION);
+		return 0;
+	case GPURUN_SHOW:
+		return show(&request);
+	case GPURUN_PRINT:
+		return choose(&request);
+	case GPURUN_RUN:
+		if (request.lazy) {
+			int option_count = (int)(request.command - argv) - 1;
+			return run_lazy(&request, option_count, argv + 1);
+		}
+		return choose(&request);
+	}
+	return GPURUN_EXIT_SOFTWARE;
+}

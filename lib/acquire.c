@@ -1,0 +1,382 @@
+/* acquire: the attempt loop. Each look probes the machine, applies the inherited mask, orders
+ * the available GPUs and leases the first ones it can; between looks it sleeps until the next
+ * scheduled attempt, or until a lease is released or the waiter ahead of it leaves. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpurun.h"
+#include "queue_internal.h"
+
+/* Everything a waiter keeps between looks. */
+struct waiter {
+	const struct gpurun_request *request;
+	const char *lock_dir;
+	int lock_dir_fd;                /* -1 with --no-lease */
+	struct queue queue;
+	bool queue_open;
+	int notify_fd;                  /* inotify, or -1 when we never wait */
+	int lock_watch;                 /* the lock directory, while at the head of the line */
+	int ahead_watch;                /* the ticket just ahead of ours, while behind someone */
+	char watched_ahead[QUEUE_TICKET_SIZE];
+	bool look_again;                /* news arrived before its watch did */
+	unsigned own_lock_closes;       /* lock-file closes our last look made: not news to us */
+	bool at_head;
+};
+
+static double monotonic_seconds(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static unsigned wanted_count(const struct gpurun_request *request, size_t available)
+{
+	if (request->limit == GPURUN_LIMIT_ALL)
+		return available > 0 ? (unsigned)available : 1;
+	return request->limit;
+}
+
+static unsigned needed_count(const struct gpurun_request *request, unsigned wanted)
+{
+	if (request->min_count_set)
+		return request->min_count;
+	return request->limit == GPURUN_LIMIT_ALL ? 1 : wanted;
+}
+
+static void count_devices(const struct gpurun_snapshot *snapshot, const bool *allowed,
+			  size_t available, struct gpurun_progress *progress)
+{
+	size_t in_mask = 0;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		in_mask += allowed[i];
+	progress->available = available;
+	progress->busy = in_mask - available;
+}
+
+/* Leases candidates in order until `wanted` are held. Returns how many it holds. */
+static size_t lease_candidates(struct waiter *waiter, const struct gpurun_snapshot *snapshot,
+			       const size_t *candidates, size_t count, unsigned wanted,
+			       struct gpurun_choice *choice, struct gpurun_progress *progress,
+			       int *status, struct gpurun_error *err)
+{
+	size_t held = 0;
+
+	for (size_t i = 0; i < count && held < wanted; i++) {
+		int fd;
+		int result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir,
+					      &snapshot->devices[candidates[i]], &fd, err);
+		if (result == 1) {
+			progress->leased_by_others++;
+			waiter->own_lock_closes++;
+			continue;
+		}
+		if (result != 0) {
+			*status = result;
+			break;
+		}
+		choice->lease.fds[held] = fd;
+		choice->chosen[held] = candidates[i];
+		choice->lease.count = ++held;
+	}
+	return held;
+}
+
+/* Watches what can end our wait, so that each waiter is woken only by its own news: at the
+ * head of the line, leases being released; behind someone, that waiter leaving or dying. */
+static void watch_for_turn(struct waiter *waiter)
+{
+	if (waiter->notify_fd < 0)
+		return;
+	if (waiter->at_head) {
+		if (waiter->ahead_watch >= 0)
+			inotify_rm_watch(waiter->notify_fd, waiter->ahead_watch);
+		waiter->ahead_watch = -1;
+		waiter->watched_ahead[0] = '\0';
+		if (waiter->lock_watch < 0)
+			waiter->lock_watch = inotify_add_watch(waiter->notify_fd, waiter->lock_dir,
+							       IN_CLOSE_WRITE | IN_ONLYDIR |
+							       IN_DONT_FOLLOW);
+		return;
+	}
+	if (strcmp(waiter->watched_ahead, waiter->queue.ahead) == 0)
+		return;
+	if (waiter->ahead_watch >= 0)
+		inotify_rm_watch(waiter->notify_fd, waiter->ahead_watch);
+	char path[sizeof(waiter->queue.path) + QUEUE_TICKET_SIZE + 1];
+	snprintf(path, sizeof(path), "%s/%s", waiter->queue.path, waiter->queue.ahead);
+	waiter->ahead_watch = inotify_add_watch(waiter->notify_fd, path,
+						IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF |
+						IN_DONT_FOLLOW);
+	snprintf(waiter->watched_ahead, sizeof(waiter->watched_ahead), "%s", waiter->queue.ahead);
+	/* The waiter ahead may have left between our look and the watch. */
+	if (waiter->ahead_watch < 0 || !queue_ticket_is_live(&waiter->queue, waiter->queue.ahead))
+		waiter->look_again = true;
+}
+
+/* One look. Returns 0 with choice filled, GPURUN_EXIT_BUSY, or an error status. */
+static int look(struct waiter *waiter, struct gpurun_choice *choice,
+		struct gpurun_progress *progress, struct gpurun_error *err)
+{
+	const struct gpurun_request *request = waiter->request;
+	bool leasing = waiter->lock_dir_fd >= 0;
+
+	waiter->own_lock_closes = 0;
+	if (waiter->queue_open) {
+		/* Cheap, and first: a waiter behind others does not even probe. */
+		progress->waiting_ahead = queue_waiting_ahead(&waiter->queue);
+		waiter->at_head = progress->waiting_ahead == 0;
+		watch_for_turn(waiter);
+		if (!waiter->at_head)
+			return GPURUN_EXIT_BUSY;
+	}
+
+	gpurun_lease_release(&choice->lease);
+	gpurun_snapshot_free(&choice->snapshot);
+	free(choice->chosen);
+	choice->chosen = NULL;
+	choice->count = 0;
+	int status = gpurun_probe(request, &choice->snapshot, err);
+	if (status != 0)
+		return status;
+
+	struct gpurun_snapshot *snapshot = &choice->snapshot;
+	size_t room = snapshot->count > 0 ? snapshot->count : 1;
+	bool *allowed = malloc(room * sizeof(*allowed));
+	size_t *candidates = malloc(room * sizeof(*candidates));
+	choice->chosen = malloc(room * sizeof(*choice->chosen));
+	choice->lease.fds = malloc(room * sizeof(*choice->lease.fds));
+	if (!allowed || !candidates || !choice->chosen || !choice->lease.fds) {
+		free(allowed);
+		free(candidates);
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+	}
+	status = gpurun_visible_mask(snapshot, getenv("CUDA_VISIBLE_DEVICES"), allowed, err);
+	if (status != 0)
+		goto done;
+	size_t available = gpurun_select(snapshot, allowed, request, candidates);
+	count_devices(snapshot, allowed, available, progress);
+	progress->leased_by_others = 0;
+
+	unsigned wanted = wanted_count(request, available);
+	unsigned needed = needed_count(request, wanted);
+	progress->wanted = needed;
+	if (leasing) {
+		choice->count = lease_candidates(waiter, snapshot, candidates, available, wanted, choice,
+						 progress, &status, err);
+	} else {
+		choice->count = available < wanted ? available : wanted;
+		memcpy(choice->chosen, candidates, choice->count * sizeof(*candidates));
+	}
+	if (status == 0 && choice->count < needed) {
+		/* No hoarding: what we could not complete goes back at once. */
+		waiter->own_lock_closes += (unsigned)choice->lease.count;
+		gpurun_lease_release(&choice->lease);
+		choice->count = 0;
+		status = GPURUN_EXIT_BUSY;
+	}
+done:
+	free(allowed);
+	free(candidates);
+	return status;
+}
+
+static void write_holders(const struct gpurun_request *request, const struct gpurun_lease *lease)
+{
+	for (size_t i = 0; i < lease->count; i++)
+		gpurun_lease_write_holder(lease->fds[i], request->command, request->command_count);
+}
+
+/* Reads what inotify has queued; true when it is news worth another look: a lease closed by
+ * someone else (at the head of the line), or the waiter ahead of us leaving. */
+static bool read_events(struct waiter *waiter, unsigned *lock_closes_seen)
+{
+	char buffer[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool news = false;
+	ssize_t length;
+
+	while ((length = read(waiter->notify_fd, buffer, sizeof(buffer))) > 0) {
+		for (char *p = buffer; p < buffer + length;) {
+			const struct inotify_event *event = (const struct inotify_event *)p;
+
+			if (event->mask & IN_Q_OVERFLOW)
+				news = true;
+			else if (event->wd == waiter->lock_watch)
+				(*lock_closes_seen)++;
+			else if (event->wd == waiter->ahead_watch)
+				news = true;
+			p += sizeof(*event) + event->len;
+		}
+	}
+	if (waiter->at_head && *lock_closes_seen > waiter->own_lock_closes)
+		news = true;
+	return news;
+}
+
+/* Sleeps until `until` (monotonic seconds) or until there is news. */
+static void wait_for_news(struct waiter *waiter, double until)
+{
+	unsigned lock_closes_seen = 0;
+
+	if (waiter->look_again) {
+		waiter->look_again = false;
+		return;
+	}
+	for (;;) {
+		double left = until - monotonic_seconds();
+		if (left <= 0)
+			return;
+		int timeout_ms = left > 3600 ? 3600 * 1000 : (int)ceil(left * 1000);
+		if (waiter->notify_fd < 0) {
+			poll(NULL, 0, timeout_ms);
+			continue;
+		}
+		struct pollfd readable = { .fd = waiter->notify_fd, .events = POLLIN };
+		int ready = poll(&readable, 1, timeout_ms);
+		if (ready < 0 && errno != EINTR)
+			return;
+		if (ready > 0 && read_events(waiter, &lock_closes_seen))
+			return;
+	}
+}
+
+static void format_duration(double seconds, char *text, size_t size)
+{
+	if (seconds < 60)
+		snprintf(text, size, "%.0fs", seconds);
+	else if (seconds < 3600)
+		snprintf(text, size, "%.0fm%02.0fs", floor(seconds / 60), fmod(seconds, 60));
+	else
+		snprintf(text, size, "%.0fh%02.0fm", floor(seconds / 3600), fmod(seconds, 3600) / 60);
+}
+
+static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error *err)
+{
+	char elapsed[32];
+
+	format_duration(progress->elapsed_s, elapsed, sizeof(elapsed));
+	return gpurun_fail(err, GPURUN_EXIT_BUSY,
+			   "wanted %zu GPU%s, found %zu available (%zu leased by other jobs, %zu busy, "
+			   "%zu waiting ahead) after %u attempt%s in %s",
+			   progress->wanted, progress->wanted == 1 ? "" : "s",
+			   progress->available - progress->leased_by_others, progress->leased_by_others,
+			   progress->busy, progress->waiting_ahead, progress->attempt,
+			   progress->attempt == 1 ? "" : "s", elapsed);
+}
+
+static void close_waiter(struct waiter *waiter)
+{
+	if (waiter->queue_open)
+		queue_close(&waiter->queue);
+	if (waiter->notify_fd >= 0)
+		close(waiter->notify_fd);
+	if (waiter->lock_dir_fd >= 0)
+		close(waiter->lock_dir_fd);
+}
+
+int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *progress_fn,
+		   void *progress_context, struct gpurun_choice *choice, struct gpurun_error *err)
+{
+	struct waiter waiter = { .request = request, .lock_dir = gpurun_lock_dir(request),
+				 .lock_dir_fd = -1, .notify_fd = -1, .lock_watch = -1,
+				 .ahead_watch = -1 };
+	struct gpurun_progress progress = { .attempts = request->attempts };
+	const char *mask = getenv("CUDA_VISIBLE_DEVICES");
+	/* A timeout alone means "wait, but not longer than this". */
+	unsigned attempts = request->timeout_s > 0 && request->attempts == 1
+				    ? GPURUN_ATTEMPTS_UNLIMITED : request->attempts;
+	bool may_wait = attempts != 1;
+	double start = monotonic_seconds();
+	double deadline = request->timeout_s > 0 ? start + request->timeout_s : INFINITY;
+	double next_attempt = start;
+	int status;
+
+	memset(choice, 0, sizeof(*choice));
+	progress.attempts = attempts;
+	progress.wanted = needed_count(request, wanted_count(request, 0));
+	if (!request->no_lease) {
+		status = gpurun_lock_dir_open(waiter.lock_dir, &waiter.lock_dir_fd, err);
+		if (status == 0)
+			status = queue_open(&waiter.queue, waiter.lock_dir_fd, waiter.lock_dir,
+					    mask ? mask : "<all>", err);
+		if (status != 0) {
+			close_waiter(&waiter);
+			return status;
+		}
+		waiter.queue_open = true;
+		/* Watches are set before each look that needs them: no release goes unseen. */
+		if (may_wait)
+			waiter.notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	}
+	for (;;) {
+		double now = monotonic_seconds();
+		if (now >= next_attempt || now >= deadline) {
+			progress.attempt++;
+			next_attempt = now + request->interval_s;
+		}
+		status = look(&waiter, choice, &progress, err);
+		progress.elapsed_s = monotonic_seconds() - start;
+		bool last = attempts != GPURUN_ATTEMPTS_UNLIMITED && progress.attempt >= attempts;
+		if (status != GPURUN_EXIT_BUSY || last || monotonic_seconds() >= deadline)
+			break;
+		if (progress_fn)
+			progress_fn(&progress, progress_context);
+		if (waiter.queue_open && waiter.queue.ticket_fd < 0) {
+			status = queue_join(&waiter.queue, err);
+			if (status != 0)
+				break;
+			continue;  /* look again at once: who is ahead of us changed as we joined */
+		}
+		wait_for_news(&waiter, next_attempt < deadline ? next_attempt : deadline);
+	}
+	choice->attempts_made = progress.attempt;
+	progress.final = true;
+	choice->last = progress;
+	if (status == 0)
+		write_holders(request, &choice->lease);
+	else if (status == GPURUN_EXIT_BUSY)
+		fail_busy(&progress, err);
+	if (progress_fn)
+		progress_fn(&progress, progress_context);
+	close_waiter(&waiter);
+	return status;
+}
+
+int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
+			 char *buffer, size_t size)
+{
+	size_t used = 0;
+
+	if (size == 0)
+		return -1;
+	buffer[0] = '\0';
+	for (size_t i = 0; i < choice->count; i++) {
+		const struct gpurun_device *device = &choice->snapshot.devices[choice->chosen[i]];
+		/* A MIG instance has no index CUDA understands; its UUID is its only name. */
+		bool by_uuid = request->uuid || device->mig_parent >= 0;
+		int written = by_uuid
+			? snprintf(buffer + used, size - used, "%s%s", i ? "," : "", device->uuid)
+			: snprintf(buffer + used, size - used, "%s%d", i ? "," : "", device->index);
+		if (written < 0 || (size_t)written >= size - used)
+			return -1;
+		used += (size_t)written;
+	}
+	return 0;
+}
+
+void gpurun_choice_free(struct gpurun_choice *choice)
+{
+	gpurun_lease_release(&choice->lease);
+	gpurun_snapshot_free(&choice->snapshot);
+	free(choice->chosen);
+	memset(choice, 0, sizeof(*choice));
+}

@@ -1,0 +1,334 @@
+/* lease: per-GPU reservations as flock()ed files in a shared lock directory. The kernel drops
+ * a lock when the last descriptor on it closes, so a lease lives exactly as long as the job
+ * that inherited it, and needs no daemon and no cleanup. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpurun.h"
+
+#define HOLDER_RECORD_SIZE 1024
+
+const char *gpurun_lock_dir(const struct gpurun_request *request)
+{
+	const char *from_environment = getenv("GPURUN_LOCK_DIR");
+
+	if (request && request->lock_dir)
+		return request->lock_dir;
+	if (from_environment && *from_environment)
+		return from_environment;
+	return GPURUN_DEFAULT_LOCK_DIR;
+}
+
+static int check_lock_dir(const char *lock_dir, int dir_fd, struct gpurun_error *err)
+{
+	struct stat st;
+
+	if (fstat(dir_fd, &st) != 0)
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "lock directory %s: %s", lock_dir,
+				   strerror(errno));
+	/* Without the sticky bit anyone could delete or replace another user's lock files. */
+	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+				   "lock directory %s is world-writable without the sticky bit; "
+				   "fix: chmod 1777 %s", lock_dir, lock_dir);
+	if (faccessat(dir_fd, ".", W_OK | X_OK, AT_EACCESS) != 0)
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+				   "cannot write lock directory %s (owner uid %u, mode %04o); "
+				   "fix: chmod 1777 %s, set GPURUN_LOCK_DIR, or use --no-lease",
+				   lock_dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+				   lock_dir);
+	return 0;
+}
+
+int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error *err)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	bool created = mkdir(lock_dir, 01777) == 0;
+	int cause = errno;
+	int fd = open(lock_dir, flags);
+
+	if (fd < 0) {
+		if (lstat(lock_dir, &st) != 0)
+			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+					   "cannot create lock directory %s: %s; fix: set "
+					   "GPURUN_LOCK_DIR to a writable place, or use --no-lease",
+					   lock_dir, strerror(created ? errno : cause));
+		if (S_ISLNK(st.st_mode))
+			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+					   "lock directory %s is a symlink; refusing to follow it "
+					   "(fix: remove it, or set GPURUN_LOCK_DIR)", lock_dir);
+		if (!S_ISDIR(st.st_mode))
+			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+					   "lock directory %s is not a directory "
+					   "(fix: remove it, or set GPURUN_LOCK_DIR)", lock_dir);
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot open lock directory %s: %s",
+				   lock_dir, strerror(errno));
+	}
+	if (created)
+		fchmod(fd, 01777);  /* mkdir applied the umask; the directory is for every user */
+	int status = check_lock_dir(lock_dir, fd, err);
+	if (status != 0) {
+		close(fd);
+		return status;
+	}
+	*dir_fd = fd;
+	return 0;
+}
+
+/* The lock file's name: the UUID, which is stable across reboots and driver reloads and the
+ * same for every user, with anything that is not safe in a file name replaced. */
+static void lock_file_name(const struct gpurun_device *device, char *name, size_t size)
+{
+	const char *key = device->uuid;
+	char fallback[48];
+
+	if (!*key) {
+		snprintf(fallback, sizeof(fallback), "index-%d", device->index);
+		key = fallback;
+	}
+	size_t length = 0;
+	for (; key[length] && length + sizeof(".lock") < size; length++) {
+		char c = key[length];
+		int safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			   c == '-' || c == '_' || c == '.';
+		name[length] = safe && !(length == 0 && c == '.') ? c : '_';
+	}
+	memcpy(name + length, ".lock", sizeof(".lock"));
+}
+
+/* Opens an existing lock file, or creates it. O_CREAT is only used for a file that does not
+ * exist: on kernels with fs.protected_regular, O_CREAT on another user's file in a sticky
+ * directory fails even when its mode allows writing. */
+static int open_lock_file(int dir_fd, const char *name)
+{
+	const int flags = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = openat(dir_fd, name, O_RDWR | flags);
+		if (fd >= 0)
+			return fd;
+		if (errno == EACCES) {
+			/* Someone else's file that we may not write: a read-only descriptor locks
+			 * just as well, we only cannot leave a holder record in it. */
+			return openat(dir_fd, name, O_RDONLY | flags);
+		}
+		if (errno != ENOENT)
+			return -1;
+		fd = openat(dir_fd, name, O_RDWR | O_CREAT | O_EXCL | flags, 0666);
+		if (fd >= 0) {
+			fchmod(fd, 0666);       /* the umask must not lock other users out */
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
+		     int *fd_out, struct gpurun_error *err)
+{
+	char name[GPURUN_UUID_SIZE + 16];
+	struct stat st;
+
+	lock_file_name(device, name, sizeof(name));
+	int fd = open_lock_file(dir_fd, name);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+					   "lock file %s/%s is a symlink; refusing to follow it "
+					   "(fix: remove it)", lock_dir, name);
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot open lock file %s/%s: %s",
+				   lock_dir, name, strerror(errno));
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+				   "lock file %s/%s is not a regular file (fix: remove it)", lock_dir,
+				   name);
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int cause = errno;
+
+		close(fd);
+		if (cause == EWOULDBLOCK)
+			return 1;
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot lock %s/%s: %s", lock_dir,
+				   name, strerror(cause));
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* Appends `word` to the record, replacing characters that would break its line format. */
+static size_t append_word(char *record, size_t used, size_t size, const char *word)
+{
+	for (; *word && used + 1 < size; word++)
+		record[used++] = (*word == '\n' || *word == '\r') ? ' ' : *word;
+	return used;
+}
+
+static size_t append_own_command_line(char *record, size_t used, size_t size)
+{
+	char text[512];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return used;
+	ssize_t length = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	for (ssize_t i = 0; i < length; i++)
+		if (text[i] == '\0')
+			text[i] = ' ';
+	while (length > 0 && text[length - 1] == ' ')
+		length--;
+	text[length > 0 ? length : 0] = '\0';
+	return append_word(record, used, size, text);
+}
+
+void gpurun_lease_write_holder(int fd, char *const *command, int command_count)
+{
+	char record[HOLDER_RECORD_SIZE];
+	char host[GPURUN_HOST_SIZE] = "";
+	const char *user = "";
+	struct passwd *entry = getpwuid(getuid());
+
+	if (entry)
+		user = entry->pw_name;
+	gethostname(host, sizeof(host) - 1);
+	int used = snprintf(record, sizeof(record), "pid=%ld\nuid=%u\nuser=%s\nstart=%lld\nhost=%s\ncommand=",
+			    (long)getpid(), (unsigned)getuid(), user, (long long)time(NULL), host);
+	if (used < 0 || (size_t)used >= sizeof(record))
+		return;
+	size_t length = (size_t)used;
+	if (command) {
+		for (int i = 0; i < command_count; i++) {
+			if (i > 0)
+				length = append_word(record, length, sizeof(record) - 1, " ");
+			length = append_word(record, length, sizeof(record) - 1, command[i]);
+		}
+	} else {
+		length = append_own_command_line(record, length, sizeof(record) - 1);
+	}
+	record[length++] = '\n';
+	/* A failed write leaves an unreadable record, which --show treats as unknown. */
+	if (ftruncate(fd, 0) == 0 && pwrite(fd, record, length, 0) < 0)
+		return;
+}
+
+int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *holder)
+{
+	bool have_pid = false;
+
+	memset(holder, 0, sizeof(*holder));
+	while (length > 0) {
+		const char *end = memchr(text, '\n', length);
+		size_t line = end ? (size_t)(end - text) : length;
+		const char *equals = memchr(text, '=', line);
+
+		if (equals) {
+			size_t key = (size_t)(equals - text);
+			const char *value = equals + 1;
+			size_t value_length = line - key - 1;
+			char number[32];
+			char *stop;
+
+			snprintf(number, sizeof(number), "%.*s", (int)(value_length < 31 ? value_length : 31),
+				 value);
+			if (key == 3 && !memcmp(text, "pid", 3)) {
+				long pid = strtol(number, &stop, 10);
+				if (*number && !*stop && pid > 0 && pid <= INT_MAX) {
+					holder->pid = (pid_t)pid;
+					have_pid = true;
+				}
+			} else if (key == 3 && !memcmp(text, "uid", 3)) {
+				unsigned long uid = strtoul(number, &stop, 10);
+				if (*number && !*stop && uid <= UINT_MAX)
+					holder->uid = (uid_t)uid;
+			} else if (key == 5 && !memcmp(text, "start", 5)) {
+				long long start = strtoll(number, &stop, 10);
+				if (*number && !*stop)
+					holder->start_time = start;
+			} else if (key == 4 && !memcmp(text, "user", 4)) {
+				snprintf(holder->user, sizeof(holder->user), "%.*s", (int)value_length, value);
+			} else if (key == 4 && !memcmp(text, "host", 4)) {
+				snprintf(holder->host, sizeof(holder->host), "%.*s", (int)value_length, value);
+			} else if (key == 7 && !memcmp(text, "command", 7)) {
+				snprintf(holder->command, sizeof(holder->command), "%.*s", (int)value_length,
+					 value);
+			}
+		}
+		if (!end)
+			break;
+		length -= line + 1;
+		text = end + 1;
+	}
+	return have_pid ? 0 : -1;
+}
+
+void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease)
+{
+	for (size_t i = 0; i < lease->count; i++) {
+		int flags = fcntl(lease->fds[i], F_GETFD);
+		if (flags >= 0)
+			fcntl(lease->fds[i], F_SETFD, flags & ~FD_CLOEXEC);
+	}
+}
+
+void gpurun_lease_release(struct gpurun_lease *lease)
+{
+	for (size_t i = 0; i < lease->count; i++)
+		close(lease->fds[i]);
+	free(lease->fds);
+	lease->fds = NULL;
+	lease->count = 0;
+}
+
+/* A shared, non-blocking lock succeeds exactly when nobody holds the lease. It is dropped at
+ * once; a claimant that collides with it in that instant skips the GPU for one look. */
+static bool lock_is_held(int fd)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);
+		return false;
+	}
+	return errno == EWOULDBLOCK;
+}
+
+void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot)
+{
+	int dir_fd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (dir_fd < 0)
+		return;
+	for (size_t i = 0; i < snapshot->count; i++) {
+		struct gpurun_device *device = &snapshot->devices[i];
+		char name[GPURUN_UUID_SIZE + 16];
+		char record[HOLDER_RECORD_SIZE];
+		struct stat st;
+
+		lock_file_name(device, name, sizeof(name));
+		int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lock_is_held(fd)) {
+			ssize_t length = pread(fd, record, sizeof(record), 0);
+			device->leased = true;
+			if (length <= 0 || gpurun_holder_parse(record, (size_t)length, &device->holder) != 0)
+				memset(&device->holder, 0, sizeof(device->holder));
+		}
+		close(fd);
+	}
+	close(dir_fd);
+}

@@ -1,0 +1,564 @@
+/* request: the one option parser, for gpurun's command line and for GPURUN_OPTIONS. Every option
+ * is one row of the table below; how options fit together is checked once, after the last one. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpurun.h"
+
+static const char *const order_names[] = {
+	[GPURUN_ORDER_FIRST] = "first",
+	[GPURUN_ORDER_LAST] = "last",
+	[GPURUN_ORDER_RANDOM] = "random",
+	[GPURUN_ORDER_LOAD] = "load",
+	[GPURUN_ORDER_MEMORY] = "memory",
+	[GPURUN_ORDER_FREE] = "free",
+};
+
+static const char *const source_names[] = {
+	[GPURUN_SOURCE_AUTO] = "auto",
+	[GPURUN_SOURCE_NVML] = "nvml",
+	[GPURUN_SOURCE_SMI] = "nvidia-smi",
+};
+
+#define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
+
+const char *gpurun_order_name(enum gpurun_order order)
+{
+	return (size_t)order < COUNT_OF(order_names) ? order_names[order] : "unknown";
+}
+
+const char *gpurun_source_name(enum gpurun_source source)
+{
+	return (size_t)source < COUNT_OF(source_names) ? source_names[source] : "unknown";
+}
+
+void gpurun_request_init(struct gpurun_request *request)
+{
+	memset(request, 0, sizeof(*request));
+	request->action = GPURUN_RUN;
+	request->max_load = 0.5;
+	request->max_memory = 0.5;
+	request->min_free_mib = 0;
+	request->order = GPURUN_ORDER_FIRST;
+	request->limit = 1;
+	request->min_count = 1;
+	request->attempts = 1;
+	request->interval_s = 10;
+	request->timeout_s = 0;
+	request->source = GPURUN_SOURCE_AUTO;
+	request->smi_timeout_s = 10;
+}
+
+void gpurun_request_free(struct gpurun_request *request)
+{
+	free(request->exclude);
+	free(request->preload_lib);
+	free(request->lock_dir);
+	request->exclude = NULL;
+	request->preload_lib = NULL;
+	request->lock_dir = NULL;
+}
+
+/* ---- one parse: what it has seen so far ---------------------------------------------------- */
+
+struct parser {
+	struct gpurun_request *request;
+	struct gpurun_error *err;
+	const char *origin;             /* prefix of every message: "" or "GPURUN_OPTIONS: " */
+	int status;                     /* of the first failure; parsing goes on to find -h/-V */
+	bool action_seen[GPURUN_VERSION_INFO + 1];
+	bool wait_seen;
+	bool attempts_seen;
+};
+
+/* Records the first failure only: later words may be nonsense caused by the first mistake. */
+static int reject(struct parser *p, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int reject(struct parser *p, int status, const char *fmt, ...)
+{
+	char message[sizeof(p->err->message)];
+	va_list args;
+
+	if (p->status != 0)
+		return status;
+	va_start(args, fmt);
+	vsnprintf(message, sizeof(message), fmt, args);
+	va_end(args);
+	p->status = status;
+	return gpurun_fail(p->err, status, "%s%s", p->origin, message);
+}
+
+/* ---- the options ----------------------------------------------------------------------------- */
+
+struct option_spec;
+typedef int apply_fn(struct parser *p, const struct option_spec *option, const char *value);
+
+struct option_spec {
+	const char *name;
+	char short_name;                /* 0: none */
+	bool takes_value;
+	apply_fn *apply;
+	size_t field;                   /* offsetof the request field, for shared handlers */
+	enum gpurun_action action;      /* for apply_action */
+};
+
+#define FIELD(type, option) (*(type *)((char *)p->request + (option)->field))
+
+static int apply_limit(struct parser *p, const struct option_spec *option, const char *value)
+{
+	unsigned limit;
+
+	if (strcmp(value, "all") == 0) {
+		p->request->limit = GPURUN_LIMIT_ALL;
+		return 0;
+	}
+	if (gpurun_parse_count(value, &limit) != 0 || limit == 0)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not a number of GPUs (1 or more) or 'all'",
+			      option->name, value);
+	p->request->limit = limit;
+	return 0;
+}
+
+static int apply_min_count(struct parser *p, const struct option_spec *option, const char *value)
+{
+	unsigned count;
+
+	if (gpurun_parse_count(value, &count) != 0 || count == 0)
+		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not a number of GPUs (1 or more)",
+			      option->name, value);
+	p->request->min_count = count;
+	p->request->min_count_set = true;
+	return 0;
+}
+
+static int apply_fraction(struct parser *p, const struct option_spec *option, const char *value)
+{
+	if (gpurun_parse_fraction(value, &FIELD(double, option)) != 0)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not a fraction between 0 and 1 (e.g. 0.3 or 30%%)",
+			      option->name, value);
+	return 0;
+}
+
+static int apply_size(struct parser *p, const struct option_spec *option, const char *value)
+{
+	if (gpurun_parse_size_mib(value, &FIELD(double, option)) != 0)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not a size (MiB, or with a unit: 512M, 20G, 1.5TiB)",
+			      option->name, value);
+	return 0;
+}
+
+static int apply_interval(struct parser *p, const struct option_spec *option, const char *value)
+{
+	if (gpurun_parse_duration(value, &FIELD(double, option)) != 0)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not a duration (seconds, or with a unit: 90s, 15m, 2h, 1d)",
+			      option->name, value);
+	return 0;
+}
+
+/* A timeout of zero could only mean "give up at once" or "never": both would surprise. */
+static int apply_timeout(struct parser *p, const struct option_spec *option, const char *value)
+{
+	double seconds;
+
+	if (gpurun_parse_duration(value, &seconds) != 0 || seconds <= 0)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not a duration above 0 (seconds, or with a unit: 90s, 15m, 2h, 1d)",
+			      option->name, value);
+	FIELD(double, option) = seconds;
+	return 0;
+}
+
+static int apply_attempts(struct parser *p, const struct option_spec *option, const char *value)
+{
+	unsigned attempts;
+
+	if (gpurun_parse_count(value, &attempts) != 0 || attempts == 0)
+		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not a number of attempts (1 or more)",
+			      option->name, value);
+	p->request->attempts = attempts;
+	p->attempts_seen = true;
+	return 0;
+}
+
+static int apply_wait(struct parser *p, const struct option_spec *option, const char *value)
+{
+	(void)option;
+	(void)value;
+	p->request->attempts = GPURUN_ATTEMPTS_UNLIMITED;
+	p->wait_seen = true;
+	return 0;
+}
+
+static int apply_seed(struct parser *p, const struct option_spec *option, const char *value)
+{
+	if (gpurun_parse_count(value, &p->request->random_seed) != 0)
+		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not a non-negative integer",
+			      option->name, value);
+	return 0;
+}
+
+static int find_name(const char *const *names, size_t count, const char *value)
+{
+	for (size_t i = 0; i < count; i++)
+		if (names[i] && strcmp(names[i], value) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int apply_order(struct parser *p, const struct option_spec *option, const char *value)
+{
+	int order = find_name(order_names, COUNT_OF(order_names), value);
+
+	if (order < 0)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not one of first, last, random, load, memory, free",
+			      option->name, value);
+	p->request->order = (enum gpurun_order)order;
+	return 0;
+}
+
+static int apply_source(struct parser *p, const struct option_spec *option, const char *value)
+{
+	int source = find_name(source_names, COUNT_OF(source_names), value);
+
+	if (source < 0)
+		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not one of auto, nvml, nvidia-smi",
+			      option->name, value);
+	p->request->source = (enum gpurun_source)source;
+	return 0;
+}
+
+/* Every string in the request is the request's own copy, whichever parser it came from. */
+static int store_copy(struct parser *p, char **field, const char *value)
+{
+	char *copy = strdup(value);
+
+	if (!copy)
+		return reject(p, GPURUN_EXIT_SOFTWARE, "out of memory");
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* Exclusion words are matched later against indices and UUIDs; reject here what could never
+ * match, so that a typo is not silently "excluding nothing". */
+static bool is_word_list(const char *list)
+{
+	const char *s = list;
+
+	for (;;) {
+		size_t length = strcspn(s, ", \t\n");
+
+		if (length == 0 || (s[length] != ',' && s[length] != '\0'))
+			return false;
+		if (s[length] == '\0')
+			return true;
+		s += length + 1;
+	}
+}
+
+static int apply_exclude(struct parser *p, const struct option_spec *option, const char *value)
+{
+	if (!is_word_list(value))
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not a comma list of GPU indices and UUIDs (e.g. 0,3 or GPU-...)",
+			      option->name, value);
+	return store_copy(p, &p->request->exclude, value);
+}
+
+static int apply_path(struct parser *p, const struct option_spec *option, const char *value)
+{
+	if (value[0] == '\0')
+		return reject(p, GPURUN_EXIT_USAGE, "%s: the path is empty", option->name);
+	return store_copy(p, &FIELD(char *, option), value);
+}
+
+static int apply_flag(struct parser *p, const struct option_spec *option, const char *value)
+{
+	(void)value;
+	FIELD(bool, option) = true;
+	return 0;
+}
+
+/* An explanation of every choice is a kind of verbosity. */
+static int apply_explain(struct parser *p, const struct option_spec *option, const char *value)
+{
+	(void)option;
+	(void)value;
+	p->request->explain = true;
+	p->request->verbose = true;
+	return 0;
+}
+
+static int apply_action(struct parser *p, const struct option_spec *option, const char *value)
+{
+	(void)value;
+	p->action_seen[option->action] = true;
+	return 0;
+}
+
+#define REQUEST_FIELD(member) offsetof(struct gpurun_request, member)
+
+static const struct option_spec options[] = {
+	/* selection */
+	{ "--limit", 0, true, apply_limit, 0, 0 },
+	{ "--min-count", 0, true, apply_min_count, 0, 0 },
+	{ "--max-load", 0, true, apply_fraction, REQUEST_FIELD(max_load), 0 },
+	{ "--max-memory", 0, true, apply_fraction, REQUEST_FIELD(max_memory), 0 },
+	{ "--min-free", 0, true, apply_size, REQUEST_FIELD(min_free_mib), 0 },
+	{ "--include-nan", 0, false, apply_flag, REQUEST_FIELD(include_nan), 0 },
+	{ "--exclude", 0, true, apply_exclude, 0, 0 },
+	{ "--order", 0, true, apply_order, 0, 0 },
+	{ "--seed", 0, true, apply_seed, 0, 0 },
+	/* waiting */
+	{ "--attempts", 0, true, apply_attempts, 0, 0 },
+	{ "--interval", 0, true, apply_interval, REQUEST_FIELD(interval_s), 0 },
+	{ "--wait", 0, false, apply_wait, 0, 0 },
+	{ "--timeout", 0, true, apply_timeout, REQUEST_FIELD(timeout_s), 0 },
+	/* data source */
+	{ "--source", 0, true, apply_source, 0, 0 },
+	{ "--smi-timeout", 0, true, apply_timeout, REQUEST_FIELD(smi_timeout_s), 0 },
+	/* hand-off */
+	{ "--uuid", 0, false, apply_flag, REQUEST_FIELD(uuid), 0 },
+	{ "--cpu-fallback", 0, false, apply_flag, REQUEST_FIELD(cpu_fallback), 0 },
+	{ "--no-lease", 0, false, apply_flag, REQUEST_FIELD(no_lease), 0 },
+	{ "--lazy", 0, false, apply_flag, REQUEST_FIELD(lazy), 0 },
+	{ "--preload-lib", 0, true, apply_path, REQUEST_FIELD(preload_lib), 0 },
+	{ "--lock-dir", 0, true, apply_path, REQUEST_FIELD(lock_dir), 0 },
+	/* actions */
+	{ "--print", 0, false, apply_action, 0, GPURUN_PRINT },
+	{ "--show", 0, false, apply_action, 0, GPURUN_SHOW },
+	{ "--help", 'h', false, apply_action, 0, GPURUN_HELP },
+	{ "--version", 'V', false, apply_action, 0, GPURUN_VERSION_INFO },
+	/* reports */
+	{ "--all", 0, false, apply_flag, REQUEST_FIELD(all), 0 },
+	{ "--json", 0, false, apply_flag, REQUEST_FIELD(json), 0 },
+	{ "--verbose", 'v', false, apply_flag, REQUEST_FIELD(verbose), 0 },
+	{ "--explain", 0, false, apply_explain, 0, 0 },
+};
+
+/* Finds the option a word names: "--name", "--name=value" (*inline_value set) or "-x". */
+static const struct option_spec *find_option(const char *word, const char **inline_value)
+{
+	size_t name_length = strcspn(word, "=");
+
+	*inline_value = NULL;
+	for (size_t i = 0; i < COUNT_OF(options); i++) {
+		const struct option_spec *option = &options[i];
+
+		if (word[1] == '-') {
+			if (strncmp(word, option->name, name_length) == 0 &&
+			    option->name[name_length] == '\0') {
+				if (word[name_length] == '=')
+					*inline_value = word + name_length + 1;
+				return option;
+			}
+		} else if (option->short_name && word[1] == option->short_name && word[2] == '\0') {
+			return option;
+		}
+	}
+	return NULL;
+}
+
+/* Applies the option words; returns the position of the first command word (count if none).
+ * After a failure it keeps reading, so that a later -h or -V still wins. */
+static int parse_words(struct parser *p, int count, char **words)
+{
+	int i = 0;
+
+	while (i < count) {
+		const char *word = words[i];
+		const char *value;
+		const struct option_spec *option;
+
+		if (strcmp(word, "--") == 0)
+			return i + 1;
+		if (word[0] != '-')
+			return i;
+		i++;
+		option = find_option(word, &value);
+		if (!option) {
+			reject(p, GPURUN_EXIT_USAGE, "unknown option '%.*s'",
+			       (int)strcspn(word, "="), word);
+		} else if (!option->takes_value) {
+			if (value)
+				reject(p, GPURUN_EXIT_USAGE, "option '%s' takes no value", option->name);
+			else
+				option->apply(p, option, NULL);
+		} else {
+			if (!value && i < count)
+				value = words[i++];
+			if (value)
+				option->apply(p, option, value);
+			else
+				reject(p, GPURUN_EXIT_USAGE, "option '%s' needs a value", option->name);
+		}
+	}
+	return i;
+}
+
+/* How the options fit together, checked once all are read; none depends on their order. */
+static int check_consistency(struct parser *p)
+{
+	struct gpurun_request *request = p->request;
+
+	if (p->action_seen[GPURUN_PRINT] && p->action_seen[GPURUN_SHOW])
+		return reject(p, GPURUN_EXIT_USAGE, "--print and --show cannot be used together");
+	if (p->action_seen[GPURUN_PRINT])
+		request->action = GPURUN_PRINT;
+	else if (p->action_seen[GPURUN_SHOW])
+		request->action = GPURUN_SHOW;
+
+	if (p->wait_seen && p->attempts_seen)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "--wait and --attempts cannot be used together (--wait means unlimited attempts)");
+	/* With --limit all, "all of them or nothing" would fail on any busy machine: one will do. */
+	if (!request->min_count_set)
+		request->min_count = request->limit == GPURUN_LIMIT_ALL ? 1 : request->limit;
+	else if (request->limit != GPURUN_LIMIT_ALL && request->min_count > request->limit)
+		return reject(p, GPURUN_EXIT_USAGE, "--min-count %u is more than --limit %u",
+			      request->min_count, request->limit);
+
+	if (request->all && request->action != GPURUN_SHOW)
+		return reject(p, GPURUN_EXIT_USAGE, "--all needs --show");
+	if (request->json && request->action != GPURUN_SHOW)
+		return reject(p, GPURUN_EXIT_USAGE, "--json needs --show");
+	if (request->lazy && request->action == GPURUN_PRINT)
+		return reject(p, GPURUN_EXIT_USAGE, "--lazy cannot be used with --print");
+	if (request->lazy && request->action == GPURUN_SHOW)
+		return reject(p, GPURUN_EXIT_USAGE, "--lazy cannot be used with --show");
+	return 0;
+}
+
+/* Help and version win over every mistake: someone asking for help may not know the syntax. */
+static bool help_or_version(struct parser *p)
+{
+	if (p->action_seen[GPURUN_HELP])
+		p->request->action = GPURUN_HELP;
+	else if (p->action_seen[GPURUN_VERSION_INFO])
+		p->request->action = GPURUN_VERSION_INFO;
+	else
+		return false;
+	return true;
+}
+
+int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
+			 struct gpurun_error *err)
+{
+	struct parser p = { .request = request, .err = err, .origin = "" };
+	int count = argc > 1 ? argc - 1 : 0;
+	char **words = argv + 1;
+	int command_start = parse_words(&p, count, words);
+
+	request->command = command_start < count ? words + command_start : NULL;
+	request->command_count = count - command_start;
+	if (help_or_version(&p))
+		return 0;
+	if (p.status != 0 || check_consistency(&p) != 0)
+		return p.status;
+
+	if (request->action == GPURUN_RUN && request->command_count == 0)
+		return reject(&p, GPURUN_EXIT_USAGE,
+			      "no command to run (use --print to print the choice, or --show)");
+	if (request->action != GPURUN_RUN && request->command_count > 0)
+		return reject(&p, GPURUN_EXIT_USAGE, "%s runs no command, but '%s' was given",
+			      request->action == GPURUN_PRINT ? "--print" : "--show",
+			      request->command[0]);
+	return 0;
+}
+
+/* ---- GPURUN_OPTIONS ------------------------------------------------------------------------- */
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Splits text into words the way a shell splits plain words: blanks separate, '...' keeps
+ * everything as it is, "..." keeps everything but \" and \\, and a backslash elsewhere takes
+ * the next character literally. Each word is written into buffer (as long as text, plus one). */
+static int split_words(struct parser *p, const char *text, char *buffer, char **words, int *count)
+{
+	const char *s = text;
+	char *out = buffer;
+	int n = 0;
+
+	for (;;) {
+		while (is_blank(*s))
+			s++;
+		if (*s == '\0')
+			break;
+		words[n++] = out;
+		while (*s != '\0' && !is_blank(*s)) {
+			char quote = *s;
+
+			if (quote == '\'' || quote == '"') {
+				for (s++; *s != quote; s++) {
+					if (*s == '\0')
+						return reject(p, GPURUN_EXIT_USAGE, "unbalanced %c quote",
+							      quote);
+					if (quote == '"' && *s == '\\' && (s[1] == '"' || s[1] == '\\'))
+						s++;
+					*out++ = *s;
+				}
+				s++;
+			} else if (*s == '\\') {
+				if (s[1] == '\0')
+					return reject(p, GPURUN_EXIT_USAGE, "ends with a lone backslash");
+				*out++ = s[1];
+				s += 2;
+			} else {
+				*out++ = *s++;
+			}
+		}
+		*out++ = '\0';
+	}
+	*count = n;
+	return 0;
+}
+
+int gpurun_request_parse_string(struct gpurun_request *request, const char *options_text,
+				struct gpurun_error *err)
+{
+	struct parser p = { .request = request, .err = err, .origin = "GPURUN_OPTIONS: " };
+	size_t length = strlen(options_text);
+	char *buffer = malloc(length + 1);
+	/* Words are separated by at least one blank, so there are at most length / 2 + 1. */
+	char **words = malloc((length / 2 + 1) * sizeof(*words));
+	int count = 0;
+	int command_start;
+
+	if (!buffer || !words) {
+		free(buffer);
+		free(words);
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+	}
+	if (split_words(&p, options_text, buffer, words, &count) != 0)
+		goto done;
+	command_start = parse_words(&p, count, words);
+	if (help_or_version(&p)) {
+		p.status = 0;
+		goto done;
+	}
+	if (p.status != 0)
+		goto done;
+	if (command_start < count) {
+		p.status = gpurun_fail(err, GPURUN_EXIT_USAGE,
+				       "GPURUN_OPTIONS cannot contain a command (found '%s')",
+				       words[command_start]);
+		goto done;
+	}
+	check_consistency(&p);
+done:
+	/* The request keeps copies of its strings, so the words can go. */
+	free(buffer);
+	free(words);
+	return p.status;
+}

@@ -1,0 +1,147 @@
+/* units: the value parsers behind the options (fractions, sizes, durations, counts).
+ * Numbers are scanned by hand so that a host program's locale (LC_NUMERIC) cannot change them. */
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gpurun.h"
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* A plain decimal as scanned: its value is digits / divisor. Keeping the two apart lets a
+ * percentage divide once (by divisor * 100), so "0.3" and "30%" give the double strtod gives. */
+struct decimal {
+	double digits;
+	double divisor;
+};
+
+/* Scans "12", "0.3", ".5" or "5.": no sign, no blanks, no exponent, no hex, no inf or nan.
+ * Returns the text after the number, or NULL when there is no number. */
+static const char *scan_decimal(const char *text, struct decimal *number)
+{
+	bool seen_digit = false;
+	const char *s = text;
+
+	number->digits = 0;
+	number->divisor = 1;
+	for (; is_digit(*s); s++) {
+		number->digits = number->digits * 10 + (*s - '0');
+		seen_digit = true;
+	}
+	if (*s == '.') {
+		for (s++; is_digit(*s); s++) {
+			number->digits = number->digits * 10 + (*s - '0');
+			number->divisor *= 10;
+			seen_digit = true;
+		}
+	}
+	return seen_digit ? s : NULL;
+}
+
+int gpurun_parse_fraction(const char *text, double *fraction)
+{
+	struct decimal number;
+	const char *rest = scan_decimal(text, &number);
+	double value;
+
+	if (!rest)
+		return -1;
+	if (strcmp(rest, "%") == 0)
+		value = number.digits / (number.divisor * 100);
+	else if (*rest == '\0')
+		value = number.digits / number.divisor;
+	else
+		return -1;
+	if (!(value >= 0 && value <= 1))
+		return -1;
+	*fraction = value;
+	return 0;
+}
+
+/* Binary units, in MiB: G = 1024 MiB. */
+static const struct {
+	char letter;
+	double mib;
+} size_units[] = {
+	{ 'k', 1.0 / 1024 },
+	{ 'm', 1 },
+	{ 'g', 1024 },
+	{ 't', 1024.0 * 1024 },
+};
+
+int gpurun_parse_size_mib(const char *text, double *mib)
+{
+	struct decimal number;
+	const char *rest = scan_decimal(text, &number);
+	double unit = 1;
+	double value;
+
+	if (!rest)
+		return -1;
+	if (*rest != '\0') {
+		size_t i;
+
+		for (i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++)
+			if ((*rest | 0x20) == size_units[i].letter)
+				break;
+		if (i == sizeof(size_units) / sizeof(size_units[0]))
+			return -1;
+		unit = size_units[i].mib;
+		rest++;
+		if (*rest != '\0' && strcasecmp(rest, "iB") != 0 && strcasecmp(rest, "B") != 0)
+			return -1;
+	}
+	value = number.digits / number.divisor * unit;
+	if (!isfinite(value))
+		return -1;
+	*mib = value;
+	return 0;
+}
+
+int gpurun_parse_duration(const char *text, double *seconds)
+{
+	struct decimal number;
+	const char *rest = scan_decimal(text, &number);
+	double unit;
+	double value;
+
+	if (!rest)
+		return -1;
+	if (strcmp(rest, "") == 0 || strcmp(rest, "s") == 0)
+		unit = 1;
+	else if (strcmp(rest, "m") == 0)
+		unit = 60;
+	else if (strcmp(rest, "h") == 0)
+		unit = 3600;
+	else if (strcmp(rest, "d") == 0)
+		unit = 86400;
+	else
+		return -1;
+	value = number.digits / number.divisor * unit;
+	if (!isfinite(value))
+		return -1;
+	*seconds = value;
+	return 0;
+}
+
+int gpurun_parse_count(const char *text, unsigned *count)
+{
+	unsigned value = 0;
+
+	if (!is_digit(*text))
+		return -1;
+	for (const char *s = text; *s; s++) {
+		if (!is_digit(*s))
+			return -1;
+		if (value > (UINT_MAX - (unsigned)(*s - '0')) / 10)
+			return -1;
+		value = value * 10 + (unsigned)(*s - '0');
+	}
+	*count = value;
+	return 0;
+}

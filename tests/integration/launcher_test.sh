@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# launcher_test.sh: the built gpurun against the fake NVML and nvidia-smi on the demo machine
+# (four.fixture: GPU0 busy, GPU1 just over half its memory, GPU2 and GPU3 free; GPU2 has the
+# least memory in use, GPU3 the most free after GPU2).
+. "$(dirname "$0")/lib.sh"
+use_fixture four.fixture
+uuid_of() { awk -v want="$1" '/^gpu/ { n++ } /^uuid / && n == want + 1 { print $2 }' "$GPURUN_FAKE_FIXTURE"; }
+UUID2=$(uuid_of 2)
+UUID3=$(uuid_of 3)
+SHOW_ENV='printf "%s|%s|%s\n" "${CUDA_VISIBLE_DEVICES-unset}" "${CUDA_DEVICE_ORDER-unset}" "${GPURUN_CHOSEN-unset}"'
+
+# --- choosing and handing off -------------------------------------------------------------
+run "$GPURUN" --limit 1 --order memory sh -c "$SHOW_ENV"
+expect "order memory picks the least-used memory, with PCI_BUS_ID order" 0 "2|PCI_BUS_ID|2"
+
+run "$GPURUN" --limit 2 --max-load 0.3 --min-free 20G --attempts 10 --interval 30 -- sh -c "$SHOW_ENV"
+expect "limit 2, max-load, min-free in GiB, -- separator" 0 "2,3|PCI_BUS_ID|2,3"
+
+run "$GPURUN" --print --order free
+expect "--print --order free prints the GPU with the most free memory" 0 "2"
+
+run "$GPURUN" --print --order last
+expect "--order last" 0 "3"
+
+run "$GPURUN" --print --order load --limit all
+expect "--order load --limit all: every available GPU, least loaded first" 0 "2,3"
+
+run "$GPURUN" --print --uuid --limit 2
+expect "--uuid hands out UUIDs" 0 "$UUID2,$UUID3"
+
+run "$GPURUN" --uuid sh -c "$SHOW_ENV"
+expect "--uuid leaves CUDA_DEVICE_ORDER alone" 0 "$UUID2|unset|$UUID2"
+
+run "$GPURUN" --print --exclude 2
+expect "--exclude by index" 0 "3"
+
+run "$GPURUN" --print --exclude "$UUID2"
+expect "--exclude by UUID" 0 "3"
+
+run "$GPURUN" --print --exclude "2,$UUID3"
+expect_error "--exclude index and UUID together leaves nothing: exit 75" 75 "wanted 1 GPU, found 0"
+
+run "$GPURUN" --print --max-memory 0.51
+expect "--max-memory 0.51 admits GPU1 (50.05 % used)" 0 "1"
+
+run "$GPURUN" --print --max-memory 50%
+expect "--max-memory 50% is strict: GPU1 at 50.05 % stays out" 0 "2"
+
+run "$GPURUN" --print --min-free 70000
+expect "--min-free in MiB" 0 "2"
+
+run "$GPURUN" --print --limit 3
+expect_error "a job that asks for 3 gets 3 or exits 75" 75 "wanted 3 GPUs, found 2 available"
+
+run "$GPURUN" --print --limit 3 --min-count 2
+expect "--min-count 2 accepts two of three" 0 "2,3"
+
+run "$GPURUN" --print --source nvidia-smi --order memory --limit 2
+expect "the nvidia-smi path makes the same choice" 0 "2,3"
+
+# --- inherited CUDA_VISIBLE_DEVICES is a mask ---------------------------------------------
+CUDA_VISIBLE_DEVICES=0,3 run "$GPURUN" --print
+expect "an inherited index mask restricts the choice" 0 "3"
+
+CUDA_VISIBLE_DEVICES=$UUID2 run "$GPURUN" --print
+expect "an inherited UUID mask restricts the choice" 0 "2"
+
+CUDA_VISIBLE_DEVICES=0,1 run "$GPURUN" --print
+expect_error "nothing available inside the mask: exit 75" 75 "wanted 1 GPU"
+
+# --- waiting ---------------------------------------------------------------------------------
+start_clock
+run "$GPURUN" --print --limit 3 --attempts 3 --interval 0.2
+elapsed=$(elapsed)
+expect_error "--attempts 3 fails with exit 75 naming the attempts" 75 "after 3 attempts"
+if within "$elapsed" 0.4 0.7; then
+	ok "two intervals between three attempts, no sleep after the last ($elapsed s)"
+else
+	not_ok "two intervals between three attempts, no sleep after the last" "took $elapsed s"
+fi
+
+start_clock
+run "$GPURUN" --print --limit 3 --timeout 0.5 --interval 0.1
+elapsed=$(elapsed)
+expect_error "--timeout gives up with exit 75" 75 "wanted 3 GPUs"
+if within "$elapsed" 0.5 0.9; then
+	ok "--timeout 0.5 waits about 0.5 s ($elapsed s)"
+else
+	not_ok "--timeout 0.5 waits about 0.5 s" "took $elapsed s"
+fi
+
+run "$GPURUN" --print --limit 3 --attempts 2 --interval 0.05 --verbose
+if [ "$STATUS" = 75 ] && grep -q '^gpurun: attempt 1/2: 2 of 3 GPUs available' <<<"$ERR_TEXT" &&
+	[ "$(tail -n 1 <<<"$ERR_TEXT")" = "$(grep 'wanted 3' <<<"$ERR_TEXT")" ]; then
+	ok "--verbose prints one progress line per attempt, then the failure"
+else
+	not_ok "--verbose prints one progress line per attempt, then the failure" "$ERR_TEXT"
+fi
+
+run "$GPURUN" --limit 3 --cpu-fallback sh -c "$SHOW_ENV"
+if [ "$STATUS" = 0 ] && [ "$OUT_TEXT" = "|PCI_BUS_ID|" ] && grep -q 'cpu-fallback' <<<"$ERR_TEXT"; then
+	ok "--cpu-fallback runs the command with CUDA_VISIBLE_DEVICES empty"
+else
+	not_ok "--cpu-fallback runs the command with CUDA_VISIBLE_DEVICES empty" "$STATUS $OUT_TEXT $ERR_TEXT"
+fi
+
+# --- exec semantics ---------------------------------------------------------------------------
+run "$GPURUN" sh -c 'exit 42'
+expect "the program's exit status is gpurun's" 42
+
+"$GPURUN" sh -c 'echo $$ >"$0"' "$SCRATCH/pid" &
+launcher_pid=$!
+wait "$launcher_pid"
+check "the program runs in gpurun's own process (same PID)" test "$(cat "$SCRATCH/pid")" = "$launcher_pid"
+
+run "$GPURUN" no-such-command-gpurun
+expect_error "a missing command exits 127" 127 "cannot run 'no-such-command-gpurun'"
+
+printf 'not a program' >"$SCRATCH/not-executable"
+chmod 644 "$SCRATCH/not-executable"
+run "$GPURUN" "$SCRATCH/not-executable"
+expect_error "a command that cannot be executed exits 126" 126 "cannot run"
+
+# --- usage errors ------------------------------------------------------------------------------
+run "$GPURUN" --lmit 1 true
+expect_error "unknown option: exit 2, named" 2 "--lmit"
+run "$GPURUN" --max-load 1.5 true
+expect_error "bad value: exit 2, option named" 2 "--max-load"
+run "$GPURUN"
+expect_error "no command: exit 2" 2 "command"
+run "$GPURUN" --help
+if [ "$STATUS" = 0 ] && [ -z "$ERR_TEXT" ]; then
+	missing=
+	for option in --limit --min-count --max-load --max-memory --min-free --include-nan --exclude \
+		--order --seed --attempts --interval --wait --timeout --uuid --cpu-fallback --no-lease \
+		--lock-dir --lazy --preload-lib --source --smi-timeout --print --show --all --json \
+		--verbose --explain --help --version; do
+		grep -q -- "$option" <<<"$OUT_TEXT" || missing="$missing $option"
+	done
+	if [ -z "$missing" ]; then ok "--help names every option"; else not_ok "--help names every option" "missing:$missing"; fi
+else
+	not_ok "--help names every option" "status $STATUS"
+fi
+run "$GPURUN" --version
+expect "--version" 0 "gpurun 0.1.0"
+
+# --- no GPU information -------------------------------------------------------------------
+GPURUN_NVML_LIB=$SCRATCH/none.so GPURUN_NVIDIA_SMI=$SCRATCH/no-smi run "$GPURUN" --print
+expect_error "neither NVML nor nvidia-smi: exit 69 naming both" 69 "NVML.*nvidia-smi"
+GPURUN_NVML_LIB=$SCRATCH/none.so GPURUN_NVIDIA_SMI=$SCRATCH/no-smi run "$GPURUN" true
+expect_error "the launcher does not run the command without GPU information" 69 "NVML"
+use_fixture no-driver.fixture
+run "$GPURUN" --print --source nvml
+expect_error "NVML without a driver names the cause" 69 "[Dd]river"
+use_fixture smi-hang.fixture
+start_clock
+run "$GPURUN" --print --source nvidia-smi --smi-timeout 0.3
+elapsed=$(elapsed)
+expect_error "a hung nvidia-smi is killed with a clear error" 69 "nvidia-smi"
+if within "$elapsed" 0 2; then ok "the hung nvidia-smi costs about the timeout ($elapsed s)"; else not_ok "the hung nvidia-smi costs about the timeout" "$elapsed s"; fi
+use_fixture four.fixture
+
+# --- reports ---------------------------------------------------------------------------------
+run "$GPURUN" --show
+if [ "$STATUS" = 0 ] && cmp -s "$SCRATCH/stdout" "$EXPECTED/four.table"; then ok "--show prints GPUtil's table byte for byte"; else not_ok "--show prints GPUtil's table byte for byte" "$(diff "$SCRATCH/stdout" "$EXPECTED/four.table")"; fi
+run "$GPURUN" --show --all
+if [ "$STATUS" = 0 ] && cmp -s "$SCRATCH/stdout" "$EXPECTED/four.all.table"; then ok "--show --all prints GPUtil's full table byte for byte"; else not_ok "--show --all prints GPUtil's full table byte for byte" "$(diff "$SCRATCH/stdout" "$EXPECTED/four.all.table")"; fi
+run "$GPURUN" --show --source nvidia-smi
+if [ "$STATUS" = 0 ] && cmp -s "$SCRATCH/stdout" "$EXPECTED/four.table"; then ok "--show from nvidia-smi prints the same table"; else not_ok "--show from nvidia-smi prints the same table" "$OUT_TEXT"; fi
+run "$GPURUN" --show --json
+if [ "$STATUS" = 0 ] && python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+gpus = doc["gpus"]
+assert [g["index"] for g in gpus] == [0, 1, 2, 3], gpus
+assert gpus[2]["memory.used"] == 2000 and gpus[0]["utilization.gpu"] == 85
+assert doc["hostname"] and doc["driver_version"]
+' <"$SCRATCH/stdout"; then ok "--show --json is valid JSON with gpustat's keys"; else not_ok "--show --json is valid JSON with gpustat's keys" "$OUT_TEXT"; fi
