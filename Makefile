@@ -9,13 +9,20 @@ DESTDIR ?=
 CC ?= cc
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow $(if $(WERROR),-Werror)
-ALL_CFLAGS = -std=gnu11 $(WARNINGS) -fPIC $(CFLAGS)
+# `make SANITIZE=1 check`: everything built with AddressSanitizer and UBSan, in its own tree, and
+# any report fails the test that provoked it.
+SANITIZE_FLAGS = $(if $(SANITIZE),-fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer)
+PLAIN_CFLAGS = -std=gnu11 $(WARNINGS) -fPIC $(CFLAGS)
+ALL_CFLAGS = $(PLAIN_CFLAGS) $(SANITIZE_FLAGS)
 ALL_CPPFLAGS = -Ilib -D_GNU_SOURCE -DGPURUN_LIBDIR='"$(LIBDIR)"' $(CPPFLAGS)
 LDLIBS_GPURUN = -ldl -lm
 
-B = build
+B ?= $(if $(SANITIZE),build-asan,build)
 LIB_SRC = $(wildcard lib/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/obj/%.o)
+LAUNCHER_SRC = $(wildcard launcher/*.c)
+LAUNCHER_OBJ = $(LAUNCHER_SRC:%.c=$(B)/obj/%.o)
 PRELOAD_SRC = $(wildcard preload/*.c)
 PRELOAD_OBJ = $(PRELOAD_SRC:%.c=$(B)/obj/%.o)
 UNIT_SRC = $(wildcard tests/unit/*_test.c)
@@ -33,7 +40,7 @@ PROGRAMS = $(B)/gpurun $(B)/libgpurun.a $(B)/libgpurun-preload.so
 .PHONY: all check unit integration demo bench install uninstall clean
 all: $(PROGRAMS)
 
-$(B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h)
+$(B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h) $(wildcard launcher/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
@@ -41,7 +48,7 @@ $(B)/libgpurun.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(B)/gpurun: $(B)/obj/launcher/gpurun.o $(B)/libgpurun.a
+$(B)/gpurun: $(LAUNCHER_OBJ) $(B)/libgpurun.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_GPURUN)
 
 # The preload library lives in other people's processes: export only the hooks.
@@ -54,30 +61,32 @@ $(B)/libgpurun-preload.so: $(PRELOAD_OBJ) $(B)/libgpurun.a
 		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun.a $(LDLIBS_GPURUN) -lpthread
 
 # ---- test doubles and helpers -------------------------------------------------------------
+# They stand for the outside world (drivers, other people's programs), so SANITIZE leaves them
+# alone: ASan's dlopen interceptor would hide their callers from RUNPATH and $ORIGIN.
 $(B)/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c $(FAKE_COMMON) tests/fakes/fixture.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ \
+	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ \
 		tests/fakes/fake_nvml.c $(FAKE_COMMON)
 
 # An "old driver": no suffixed entry points and none of the optional ones.
 $(B)/fakes/old/libnvidia-ml.so.1: tests/fakes/fake_nvml.c $(FAKE_COMMON) tests/fakes/fixture.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -DFAKE_NVML_OLD_DRIVER -shared \
+	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -DFAKE_NVML_OLD_DRIVER -shared \
 		-Wl,-soname,libnvidia-ml.so.1 -o $@ tests/fakes/fake_nvml.c $(FAKE_COMMON)
 
 $(B)/fakes/nvidia-smi: tests/fakes/fake_smi.c $(FAKE_COMMON) tests/fakes/fixture.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ tests/fakes/fake_smi.c $(FAKE_COMMON)
+	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -o $@ tests/fakes/fake_smi.c $(FAKE_COMMON)
 
 $(B)/fakes/libcuda.so.1: tests/fakes/fake_cuda.c $(FAKE_COMMON) tests/fakes/fixture.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ \
+	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ \
 		tests/fakes/fake_cuda.c $(FAKE_COMMON)
 	ln -sf libcuda.so.1 $(B)/fakes/libcuda.so
 
 $(B)/helpers/%: tests/helpers/%.c $(B)/fakes/libcuda.so.1
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< -L$(B)/fakes $(if $(findstring direct,$*),-lcuda) \
+	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -o $@ $< -L$(B)/fakes $(if $(findstring direct,$*),-lcuda) \
 		-ldl -lpthread
 
 $(B)/bench/%: bench/%.c $(B)/libgpurun.a
@@ -89,8 +98,18 @@ $(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun.a
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a -lcmocka $(LDLIBS_GPURUN)
 
 # ---- targets people run ------------------------------------------------------------------
+# `make VALGRIND=1 check`: the unit tests, and every gpurun the integration tests start, run under
+# memcheck; a memory error or a leak in gpurun's own code fails the test that provoked it.
+VALGRIND_COMMAND = valgrind --quiet --error-exitcode=99 --leak-check=full \
+	--show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+	--suppressions=$(abspath tests/valgrind.supp)
+# The preload library runs in uninstrumented programs (sh, python3), where ASan's runtime is
+# loaded after libc: allowed, at the price of not checking those programs' own allocations.
+SANITIZER_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 check: all $(FAKES) $(HELPERS) $(UNIT_BIN)
-	@tests/run.sh $(UNIT_BIN)
+	@GPURUN_BUILD=$(abspath $(B)) $(if $(SANITIZE),$(SANITIZER_ENV)) $(if $(VALGRIND),GPURUN_UNDER="$(VALGRIND_COMMAND)" \
+		UNIT_UNDER="$(VALGRIND_COMMAND)") tests/run.sh $(UNIT_BIN)
 
 demo: all $(FAKES)
 	@tests/demo.sh

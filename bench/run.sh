@@ -28,14 +28,11 @@ done
 export GPURUN_FAKE_FIXTURE=$PWD/$F/eight.fixture
 look_smi=$($B/bench/snapshot_bench 50 smi)
 
-# 200 jobs of 50 ms through `gpurun --wait` on 8 GPUs: the ideal is 200 × 50 ms / 8.
-export GPURUN_FAKE_FIXTURE=$PWD/$F/scale-8.fixture
-start=$EPOCHREALTIME
-for i in $(seq 200); do
-	$B/gpurun --wait --limit 1 $B/helpers/record_job "$GPURUN_LOCK_DIR/jobs.log" 50 &
-done
-wait
-throughput_s=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+# 200 jobs of 50 ms through `gpurun --wait` on 8 idle GPUs, all started at once: the ideal is
+# 200 × 50 ms / 8.
+export GPURUN_FAKE_FIXTURE=$PWD/$F/idle-8.fixture
+throughput_s=$($B/bench/burst 200 $B/gpurun --wait --limit 1 $B/helpers/record_job \
+	"$GPURUN_LOCK_DIR/jobs.log" 50)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 us() { awk -v a="$1" 'BEGIN { printf "%.0f µs", a }'; }
@@ -73,4 +70,39 @@ added_nvml=$(awk -v a="${launch[2]}" -v b="${launch[0]}" 'BEGIN { printf "%.0f",
 	echo "Wall time $throughput_s s; ideal 200 × 50 ms / 8 = 1.25 s; ratio ideal/actual:"
 	echo "**$(awk -v t="$throughput_s" 'BEGIN { printf "%.2f", 1.25 / t }')** (goal ≥ 0.8)."
 } >"$out"
+
+# The preload library: its cost on a program that never starts CUDA (goal: within noise), and
+# what a lazy choice adds to cuInit in a program linked against the (fake) driver.
+PRELOAD=$PWD/$B/libgpurun-preload.so
+mapfile -t untouched < <($B/bench/spawn_bench "$RUNS" env /bin/true \
+	:: env LD_PRELOAD="$PRELOAD" /bin/true :: env LD_PRELOAD="$PRELOAD" GPURUN_OPTIONS=--lazy /bin/true)
+export GPURUN_FAKE_FIXTURE=$PWD/$F/eight.fixture
+: >"$GPURUN_LOCK_DIR/cuinit.plain"
+: >"$GPURUN_LOCK_DIR/cuinit.lazy"
+for i in $(seq "$RUNS"); do
+	LD_LIBRARY_PATH=$B/fakes $B/helpers/preload_direct --time >>"$GPURUN_LOCK_DIR/cuinit.plain"
+	LD_LIBRARY_PATH=$B/fakes LD_PRELOAD=$PRELOAD GPURUN_OPTIONS=--lazy $B/helpers/preload_direct --time \
+		>>"$GPURUN_LOCK_DIR/cuinit.lazy"
+done
+median_us() { cut -d= -f2 "$1" | sort -n | awk '{ v[NR] = $1 } END { printf "%.1f", v[int((NR + 1) / 2)] / 1000 }'; }
+cuinit_plain=$(median_us "$GPURUN_LOCK_DIR/cuinit.plain")
+cuinit_lazy=$(median_us "$GPURUN_LOCK_DIR/cuinit.lazy")
+spread() { awk '{ printf "%.0f–%.0f µs", $2, $3 }' <<<"$1"; }
+{
+	echo
+	echo "## The preload library"
+	echo
+	echo "A program that never starts CUDA (\`/bin/true\`, through \`env\` in every row so that"
+	echo "only the library differs):"
+	echo
+	echo "| command | median | p10–p90 | ratio |"
+	echo "|---|---|---|---|"
+	echo "| \`env /bin/true\` | $(us "$(median <<<"${untouched[0]}")") | $(spread "${untouched[0]}") | 1.00 |"
+	echo "| \`env LD_PRELOAD=libgpurun-preload.so /bin/true\` (no GPURUN_OPTIONS) | $(us "$(median <<<"${untouched[1]}")") | $(spread "${untouched[1]}") | $(ratio "$(median <<<"${untouched[1]}")" "$(median <<<"${untouched[0]}")") |"
+	echo "| \`env LD_PRELOAD=libgpurun-preload.so GPURUN_OPTIONS=--lazy /bin/true\` | $(us "$(median <<<"${untouched[2]}")") | $(spread "${untouched[2]}") | $(ratio "$(median <<<"${untouched[2]}")" "$(median <<<"${untouched[0]}")") |"
+	echo
+	echo "cuInit in a program linked against the fake libcuda (8 GPUs), median of $RUNS runs: without"
+	echo "the library $cuinit_plain µs; with it in lazy mode, which chooses and leases a GPU inside"
+	echo "cuInit, $cuinit_lazy µs: the lazy choice adds **$(awk -v a="$cuinit_lazy" -v b="$cuinit_plain" 'BEGIN { printf "%.0f µs", a - b }')** to CUDA initialization."
+} >>"$out"
 cat "$out"

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gpurun.h"
+#include "show.h"
 
 #define PRELOAD_NAME "libgpurun-preload.so"
 
@@ -17,6 +18,7 @@ static const char usage_text[] =
 	"usage: gpurun [options] [--] command [args...]   choose GPUs, lease them, run command\n"
 	"       gpurun --print [options]                  print the choice (holds no lease)\n"
 	"       gpurun --show [--all] [--json]            show the GPUs (GPUtil's table)\n"
+	"       gpurun --show --processes --watch [S]     who uses them, refreshed every S seconds\n"
 	"\n"
 	"selection (GPUtil's rules):\n"
 	"  --limit N|all        how many GPUs (default 1)\n"
@@ -41,12 +43,17 @@ static const char usage_text[] =
 	"  --lazy               choose when the program initializes CUDA (preload library)\n"
 	"  --preload-lib PATH   the preload library to use with --lazy\n"
 	"data source:\n"
-	"  --source SOURCE      auto, nvml or nvidia-smi (default auto: NVML, else nvidia-smi)\n"
+	"  --source SOURCE      auto, nvml, nvidia-smi or amdgpu (default auto: NVML, else\n"
+	"                       nvidia-smi, plus AMD GPUs from amdgpu's sysfs files)\n"
+	"  --vendor VENDOR      nvidia or amd: only that vendor's GPUs (default any)\n"
 	"  --smi-timeout DURATION  kill a hung nvidia-smi after this (default 10s)\n"
 	"reports:\n"
 	"  --print              print the chosen list and exit; the lease ends with gpurun, so\n"
 	"                       prefer `gpurun [options] command` to keep the GPUs reserved\n"
 	"  --show, --all, --json   the utilization table, GPUtil's full table, or JSON\n"
+	"  --processes          with --show: each GPU's processes (pid, user, MiB, command) and lease\n"
+	"  --wide               with --show: vendor, PCI bus id and power columns too\n"
+	"  --watch [SECONDS]    with --show: redraw every SECONDS (default 2) until Ctrl-C\n"
 	"  -v, --verbose        progress on every attempt\n"
 	"  --explain            why each GPU was or was not chosen\n"
 	"  -h, --help           this text;   -V, --version   the version\n"
@@ -117,64 +124,70 @@ static bool is_chosen(const struct gpurun_choice *choice, size_t position)
 	return false;
 }
 
+/* A MIG instance is named after its GPU: "GPU 2 MIG 0". */
+static void device_label(const struct gpurun_device *device, char *label, size_t size)
+{
+	if (device->vendor == GPURUN_VENDOR_NVIDIA && device->mig_parent >= 0)
+		snprintf(label, size, "GPU %d MIG %d", device->mig_parent, device->mig_instance);
+	else
+		snprintf(label, size, "GPU %d", device->index);
+}
+
+/* Why a device the masks allow was not chosen. */
+static void availability(const struct gpurun_request *request, const struct gpurun_choice *choice,
+			 const struct gpurun_device *device, char *reason, size_t size)
+{
+	if (gpurun_unavailable_reason(device, request, reason, size) != 0)
+		return;
+	if (device->mig_parent >= 0 && choice->last.mig_left_out > 0)
+		snprintf(reason, size, "available, but a job that needs several GPUs gets whole GPUs: "
+			 "CUDA shows a process only one MIG instance");
+	else
+		snprintf(reason, size, "available, not needed");
+}
+
 static void explain(const struct gpurun_request *request, struct gpurun_choice *choice)
 {
 	struct gpurun_snapshot *snapshot = &choice->snapshot;
-	const char *mask = getenv("CUDA_VISIBLE_DEVICES");
+	const struct gpurun_mask *mask = &choice->mask;
 	bool *allowed = calloc(snapshot->count ? snapshot->count : 1, sizeof(*allowed));
-	struct gpurun_error err;
 
 	if (!allowed)
 		return;
-	if (mask)
-		fprintf(stderr, "gpurun: mask: CUDA_VISIBLE_DEVICES=%s (inherited): choosing only "
-			"among those GPUs\n", mask);
-	else
-		fprintf(stderr, "gpurun: mask: none (CUDA_VISIBLE_DEVICES is not set): every GPU\n");
-	if (gpurun_visible_mask(snapshot, mask, allowed, &err) != 0)
-		memset(allowed, 0, snapshot->count * sizeof(*allowed));
+	if (!mask->rules[0])
+		fprintf(stderr, "gpurun: mask: not applied: gpurun did not get to look at the GPUs\n");
+	for (const char *line = mask->rules; *line;) {
+		size_t length = strcspn(line, "\n");
+
+		fprintf(stderr, "gpurun: mask: %.*s\n", (int)length, line);
+		line += length + (line[length] == '\n');
+	}
+	if (mask->allowed && mask->count == snapshot->count && snapshot->count > 0)
+		memcpy(allowed, mask->allowed, snapshot->count * sizeof(*allowed));
+	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
 	if (!request->no_lease)
 		gpurun_lease_inspect(gpurun_lock_dir(request), snapshot);
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
-		char reason[256];
+		enum gpurun_mask_verdict verdict = mask->verdicts && mask->count == snapshot->count
+			? mask->verdicts[i] : GPURUN_MASK_ALLOWED;
+		char reason[256], label[64];
 
 		if (is_chosen(choice, i))
 			snprintf(reason, sizeof(reason), "chosen");
+		else if (verdict != GPURUN_MASK_ALLOWED)
+			snprintf(reason, sizeof(reason), "%s", gpurun_mask_verdict_text(verdict));
 		else if (!allowed[i])
 			snprintf(reason, sizeof(reason), "outside the mask");
-		else if (gpurun_unavailable_reason(device, request, reason, sizeof(reason)) == 0)
-			snprintf(reason, sizeof(reason), "available, not needed");
-		fprintf(stderr, "gpurun: GPU %d (%s): %s\n", device->index, device->uuid, reason);
+		else
+			availability(request, choice, device, reason, sizeof(reason));
+		device_label(device, label, sizeof(label));
+		fprintf(stderr, "gpurun: %s (%s): %s\n", label, device->uuid, reason);
 	}
 	free(allowed);
 }
 
-/* ---- the three actions ---------------------------------------------------------------------- */
-
-static int show(const struct gpurun_request *request)
-{
-	struct gpurun_snapshot snapshot;
-	struct gpurun_error err;
-	struct timeval now;
-	char host[256] = "";
-
-	gettimeofday(&now, NULL);
-	if (gpurun_probe(request, &snapshot, &err) != 0)
-		return fail_with(&err);
-	if (!request->no_lease)
-		gpurun_lease_inspect(gpurun_lock_dir(request), &snapshot);
-	gethostname(host, sizeof(host) - 1);
-	int written = request->json
-		? gpurun_report_json(stdout, &snapshot, host, (double)now.tv_sec + now.tv_usec / 1e6)
-		: gpurun_report_table(stdout, &snapshot, request->all);
-	gpurun_snapshot_free(&snapshot);
-	if (written != 0 || fflush(stdout) != 0) {
-		fprintf(stderr, "gpurun: cannot write the report: %s\n", strerror(errno));
-		return GPURUN_EXIT_SOFTWARE;
-	}
-	return 0;
-}
+/* ---- the three actions (--show: show.c) ---------------------------------------------------- */
 
 static int exec_command(const struct gpurun_request *request)
 {
@@ -184,12 +197,16 @@ static int exec_command(const struct gpurun_request *request)
 	return cause == ENOENT || cause == ENOTDIR ? GPURUN_EXIT_NOT_FOUND : GPURUN_EXIT_CANNOT_EXEC;
 }
 
-/* Hands the choice to the program through its environment, then becomes the program. */
+/* Hands the choice to the program through its environment, then becomes the program. AMD GPUs
+ * go in ROCR_VISIBLE_DEVICES alone: HIP_VISIBLE_DEVICES would index into what ROCr left. */
 static int hand_off(const struct gpurun_request *request, const struct gpurun_choice *choice,
 		    const char *visible)
 {
-	if (setenv("CUDA_VISIBLE_DEVICES", visible, 1) != 0 ||
-	    (!request->uuid && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
+	const char *variable = gpurun_choice_variable(choice);
+	bool cuda = strcmp(variable, "CUDA_VISIBLE_DEVICES") == 0;
+
+	if (setenv(variable, visible, 1) != 0 ||
+	    (cuda && !request->uuid && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
 	    setenv("GPURUN_CHOSEN", visible, 1) != 0) {
 		fprintf(stderr, "gpurun: cannot set the environment: %s\n", strerror(errno));
 		return GPURUN_EXIT_SOFTWARE;
@@ -208,10 +225,18 @@ static int choose(const struct gpurun_request *request)
 	char visible[8192];
 
 	int status = gpurun_acquire(request, show_progress, &line, &choice, &err);
-	if (request->explain && (status == 0 || status == GPURUN_EXIT_BUSY))
+	if (choice.mask.warning[0])
+		fprintf(stderr, "gpurun: %s\n", choice.mask.warning);
+	if ((request->explain || request->verbose) && (status == 0 || status == GPURUN_EXIT_BUSY))
 		explain(request, &choice);
 	if (status == GPURUN_EXIT_BUSY && request->cpu_fallback) {
 		fprintf(stderr, "gpurun: %s; running on the CPU (--cpu-fallback)\n", err.message);
+		/* Hide the AMD GPUs too where there are some (an empty list leaves ROCr none). */
+		bool has_amd = false;
+		for (size_t i = 0; i < choice.snapshot.count; i++)
+			has_amd = has_amd || choice.snapshot.devices[i].vendor == GPURUN_VENDOR_AMD;
+		if (has_amd && request->action != GPURUN_PRINT)
+			setenv("ROCR_VISIBLE_DEVICES", "", 1);
 		gpurun_choice_free(&choice);
 		if (request->action == GPURUN_PRINT) {
 			puts("");
@@ -313,8 +338,15 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 			"(use --preload-lib PATH)\n", PRELOAD_NAME, GPURUN_LIBDIR);
 		return GPURUN_EXIT_SOFTWARE;
 	}
-	if (access(library, R_OK) != 0) {
+	/* LD_PRELOAD reaches children that may change directory, and splits on spaces and colons. */
+	char absolute[PATH_MAX];
+	if (!realpath(library, absolute) || access(absolute, R_OK) != 0) {
 		fprintf(stderr, "gpurun: --preload-lib: cannot read %s: %s\n", library, strerror(errno));
+		return GPURUN_EXIT_USAGE;
+	}
+	if (strpbrk(absolute, ": ")) {
+		fprintf(stderr, "gpurun: --lazy: LD_PRELOAD cannot hold a path with a space or a colon: "
+			"%s\n", absolute);
 		return GPURUN_EXIT_USAGE;
 	}
 	if (build_options(option_count, options, gpurun_options, sizeof(gpurun_options)) != 0) {
@@ -322,9 +354,9 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 		return GPURUN_EXIT_USAGE;
 	}
 	if (inherited && *inherited)
-		snprintf(preload, sizeof(preload), "%s:%s", library, inherited);
+		snprintf(preload, sizeof(preload), "%s:%s", absolute, inherited);
 	else
-		snprintf(preload, sizeof(preload), "%s", library);
+		snprintf(preload, sizeof(preload), "%s", absolute);
 	if (setenv("LD_PRELOAD", preload, 1) != 0 ||
 	    setenv("GPURUN_OPTIONS", gpurun_options, 1) != 0) {
 		fprintf(stderr, "gpurun: cannot set the environment: %s\n", strerror(errno));
@@ -333,15 +365,10 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 	return exec_command(request);
 }
 
-int main(int argc, char **argv)
+/* Returns only when no command was exec'd: the exit status. */
+static int act(const struct gpurun_request *request, char **argv)
 {
-	struct gpurun_request request;
-	struct gpurun_error err;
-
-	gpurun_request_init(&request);
-	if (gpurun_request_parse(&request, argc, argv, &err) != 0)
-		return fail_with(&err);
-	switch (request.action) {
+	switch (request->action) {
 	case GPURUN_HELP:
 		fputs(usage_text, stdout);
 		return 0;
@@ -349,15 +376,31 @@ int main(int argc, char **argv)
 		puts("gpurun " GPURUN_VERSION);
 		return 0;
 	case GPURUN_SHOW:
-		return show(&request);
+		return show_machine(request);
 	case GPURUN_PRINT:
-		return choose(&request);
+		return choose(request);
 	case GPURUN_RUN:
-		if (request.lazy) {
-			int option_count = (int)(request.command - argv) - 1;
-			return run_lazy(&request, option_count, argv + 1);
+		if (request->lazy) {
+			int option_count = (int)(request->command - argv) - 1;
+			return run_lazy(request, option_count, argv + 1);
 		}
-		return choose(&request);
+		return choose(request);
 	}
 	return GPURUN_EXIT_SOFTWARE;
+}
+
+int main(int argc, char **argv)
+{
+	struct gpurun_request request;
+	struct gpurun_error err;
+	int status;
+
+	gpurun_request_init(&request);
+	if (gpurun_request_parse(&request, argc, argv, &err) != 0)
+		status = fail_with(&err);
+	else
+		status = act(&request, argv);
+	/* Freed so that leak checkers (make SANITIZE=1 / VALGRIND=1 check) see only real leaks. */
+	gpurun_request_free(&request);
+	return status;
 }

@@ -28,6 +28,9 @@ struct waiter {
 	bool look_again;                /* news arrived before its watch did */
 	unsigned own_lock_closes;       /* lock-file closes our last look made: not news to us */
 	bool at_head;
+	struct gpurun_inherited inherited;      /* the masks: read once, they cannot change */
+	struct gpurun_cuda_order cuda_order;    /* the driver's answer, asked at most once */
+	bool hopeless;                  /* the masks allow no GPU: waiting cannot help */
 };
 
 static double monotonic_seconds(void)
@@ -160,22 +163,49 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 		free(candidates);
 		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	}
-	status = gpurun_visible_mask(snapshot, getenv("CUDA_VISIBLE_DEVICES"), allowed, err);
+	status = gpurun_mask_apply(snapshot, &waiter->inherited, &waiter->cuda_order, &choice->mask,
+				   err);
 	if (status != 0)
 		goto done;
+	memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
+	if (choice->mask.nothing_allowed[0]) {
+		waiter->hopeless = true;
+		status = gpurun_fail(err, GPURUN_EXIT_BUSY, "no GPU may be chosen: %s",
+				     choice->mask.nothing_allowed);
+		goto done;
+	}
+	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
 	size_t available = gpurun_select(snapshot, allowed, request, candidates);
+	available = gpurun_select_vendor(snapshot, request, candidates, available);
 	count_devices(snapshot, allowed, available, progress);
 	progress->leased_by_others = 0;
 
-	unsigned wanted = wanted_count(request, available);
+	/* CUDA shows a process one MIG instance at most, and no whole GPU beside it: a job that
+	 * wants several GPUs gets whole ones, or (when one is enough) a single instance. */
+	size_t whole = 0;
+	for (size_t i = 0; i < available; i++)
+		whole += snapshot->devices[candidates[i]].mig_parent < 0;
+	unsigned wanted = wanted_count(request, whole > 0 ? whole : available > 0);
 	unsigned needed = needed_count(request, wanted);
+	size_t usable = wanted > 1 ? gpurun_visible_whole_first(snapshot, candidates, available)
+				   : available;
+	bool one_instance_will_do = needed <= 1 && usable < available;
 	progress->wanted = needed;
+	progress->mig_left_out = available - usable;
 	if (leasing) {
-		choice->count = lease_candidates(waiter, snapshot, candidates, available, wanted, choice,
+		choice->count = lease_candidates(waiter, snapshot, candidates, usable, wanted, choice,
 						 progress, &status, err);
+		if (status == 0 && choice->count == 0 && one_instance_will_do)
+			choice->count = lease_candidates(waiter, snapshot, candidates + usable,
+							 available - usable, 1, choice, progress,
+							 &status, err);
 	} else {
-		choice->count = available < wanted ? available : wanted;
+		choice->count = usable < wanted ? usable : wanted;
 		memcpy(choice->chosen, candidates, choice->count * sizeof(*candidates));
+		if (choice->count == 0 && one_instance_will_do) {
+			choice->chosen[0] = candidates[usable];
+			choice->count = 1;
+		}
 	}
 	if (status == 0 && choice->count < needed) {
 		/* No hoarding: what we could not complete goes back at once. */
@@ -266,11 +296,16 @@ static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error
 	format_duration(progress->elapsed_s, elapsed, sizeof(elapsed));
 	return gpurun_fail(err, GPURUN_EXIT_BUSY,
 			   "wanted %zu GPU%s, found %zu available (%zu leased by other jobs, %zu busy, "
-			   "%zu waiting ahead) after %u attempt%s in %s",
+			   "%zu waiting ahead) after %u attempt%s in %s%s",
 			   progress->wanted, progress->wanted == 1 ? "" : "s",
 			   progress->available - progress->leased_by_others, progress->leased_by_others,
 			   progress->busy, progress->waiting_ahead, progress->attempt,
-			   progress->attempt == 1 ? "" : "s", elapsed);
+			   progress->attempt == 1 ? "" : "s", elapsed,
+			   progress->mig_left_out
+				   ? "; MIG instances do not count: CUDA shows a process only one MIG "
+				     "instance and no whole GPU beside it, so a job that needs several "
+				     "GPUs gets whole GPUs (run one process per instance instead)"
+				   : "");
 }
 
 static void close_waiter(struct waiter *waiter)
@@ -281,6 +316,7 @@ static void close_waiter(struct waiter *waiter)
 		close(waiter->notify_fd);
 	if (waiter->lock_dir_fd >= 0)
 		close(waiter->lock_dir_fd);
+	gpurun_cuda_order_free(&waiter->cuda_order);
 }
 
 int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *progress_fn,
@@ -301,6 +337,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	int status;
 
 	memset(choice, 0, sizeof(*choice));
+	gpurun_inherited_read(&waiter.inherited);
 	progress.attempts = attempts;
 	progress.wanted = needed_count(request, wanted_count(request, 0));
 	if (!request->no_lease) {
@@ -326,7 +363,8 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 		status = look(&waiter, choice, &progress, err);
 		progress.elapsed_s = monotonic_seconds() - start;
 		bool last = attempts != GPURUN_ATTEMPTS_UNLIMITED && progress.attempt >= attempts;
-		if (status != GPURUN_EXIT_BUSY || last || monotonic_seconds() >= deadline)
+		if (status != GPURUN_EXIT_BUSY || last || monotonic_seconds() >= deadline ||
+		    waiter.hopeless)
 			break;
 		if (progress_fn)
 			progress_fn(&progress, progress_context);
@@ -343,7 +381,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	choice->last = progress;
 	if (status == 0)
 		write_holders(request, &choice->lease);
-	else if (status == GPURUN_EXIT_BUSY)
+	else if (status == GPURUN_EXIT_BUSY && !waiter.hopeless)
 		fail_busy(&progress, err);
 	if (progress_fn)
 		progress_fn(&progress, progress_context);
@@ -363,9 +401,10 @@ int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun
 		const struct gpurun_device *device = &choice->snapshot.devices[choice->chosen[i]];
 		/* A MIG instance has no index CUDA understands; its UUID is its only name. */
 		bool by_uuid = request->uuid || device->mig_parent >= 0;
-		int written = by_uuid
+		int written = by_uuid && device->uuid[0]
 			? snprintf(buffer + used, size - used, "%s%s", i ? "," : "", device->uuid)
-			: snprintf(buffer + used, size - used, "%s%d", i ? "," : "", device->index);
+			: snprintf(buffer + used, size - used, "%s%d", i ? "," : "",
+				   gpurun_device_vendor_index(&choice->snapshot, choice->chosen[i]));
 		if (written < 0 || (size_t)written >= size - used)
 			return -1;
 		used += (size_t)written;
@@ -377,6 +416,7 @@ void gpurun_choice_free(struct gpurun_choice *choice)
 {
 	gpurun_lease_release(&choice->lease);
 	gpurun_snapshot_free(&choice->snapshot);
+	gpurun_mask_free(&choice->mask);
 	free(choice->chosen);
 	memset(choice, 0, sizeof(*choice));
 }

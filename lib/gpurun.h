@@ -90,6 +90,10 @@ struct gpurun_device {
 	bool lost;                      /* GPU_IS_LOST: never available */
 	int mig_parent;                 /* index of the parent GPU, -1 for a whole GPU */
 	int mig_instance;               /* position among the parent's instances, -1 for a whole GPU */
+	bool mig_enabled;               /* a MIG-enabled GPU: never chosen itself; its instances
+					 * follow it in the snapshot and are the devices */
+	int mig_gpu_instance;           /* a MIG instance's GPU instance id, -1 when unknown */
+	int mig_compute_instance;       /* its compute instance id, -1 when unknown */
 	struct gpurun_process *processes;
 	size_t process_count;
 	bool processes_known;
@@ -111,6 +115,17 @@ struct gpurun_snapshot {
 int gpurun_snapshot_init(struct gpurun_snapshot *snapshot, size_t count, struct gpurun_error *err);
 void gpurun_device_init_unknown(struct gpurun_device *device);
 void gpurun_snapshot_free(struct gpurun_snapshot *snapshot);
+/* Moves every device of *more to the end of *snapshot (*more is left empty). Their indices
+ * continue after the highest index already there, so that one table can show NVIDIA GPUs
+ * 0..n-1 and then AMD GPUs n, n+1, ...; each vendor's own numbering is
+ * gpurun_device_vendor_index. */
+int gpurun_snapshot_append(struct gpurun_snapshot *snapshot, struct gpurun_snapshot *more,
+			   struct gpurun_error *err);
+/* "nvidia" or "amd". */
+const char *gpurun_vendor_name(enum gpurun_vendor vendor);
+/* The number the device's own runtime knows it by: the NVML index for NVIDIA GPUs, the
+ * position among the AMD GPUs (PCI-bus order, as ROCR_VISIBLE_DEVICES counts) for AMD ones. */
+int gpurun_device_vendor_index(const struct gpurun_snapshot *snapshot, size_t position);
 
 /* ---- the request: everything the user asked for ----------------------------------------- */
 
@@ -119,7 +134,9 @@ enum gpurun_order {
 	GPURUN_ORDER_FIRST, GPURUN_ORDER_LAST, GPURUN_ORDER_RANDOM,
 	GPURUN_ORDER_LOAD, GPURUN_ORDER_MEMORY, GPURUN_ORDER_FREE,
 };
-enum gpurun_source { GPURUN_SOURCE_AUTO, GPURUN_SOURCE_NVML, GPURUN_SOURCE_SMI };
+enum gpurun_source { GPURUN_SOURCE_AUTO, GPURUN_SOURCE_NVML, GPURUN_SOURCE_SMI, GPURUN_SOURCE_AMDGPU };
+/* --vendor: which vendors' GPUs --source auto reads (the zero value is every vendor). */
+enum gpurun_vendor_filter { GPURUN_VENDOR_ANY, GPURUN_VENDOR_ONLY_NVIDIA, GPURUN_VENDOR_ONLY_AMD };
 
 #define GPURUN_LIMIT_ALL ((unsigned)-1)
 #define GPURUN_ATTEMPTS_UNLIMITED 0u
@@ -143,6 +160,7 @@ struct gpurun_request {
 	double timeout_s;               /* 0 = none */
 	/* data source */
 	enum gpurun_source source;
+	enum gpurun_vendor_filter vendor;
 	double smi_timeout_s;           /* default 10 */
 	/* hand-off */
 	bool uuid;                      /* hand out UUIDs instead of indices */
@@ -154,6 +172,9 @@ struct gpurun_request {
 	/* reports */
 	bool all;                       /* --show --all: GPUtil's full table */
 	bool json;
+	bool processes;                 /* --processes: each GPU's processes under its row */
+	bool wide;                      /* --wide: vendor, PCI bus id and power columns */
+	double watch_s;                 /* --watch: refresh interval; 0 = show once */
 	bool verbose;
 	bool explain;
 	/* the program to run: points into the argv given to gpurun_request_parse */
@@ -196,13 +217,99 @@ int gpurun_smi_parse(const char *text, size_t length, struct gpurun_snapshot *sn
 		     struct gpurun_error *err);
 /* The exact argument list gpurun passes to nvidia-smi, NULL-terminated. */
 extern const char *const gpurun_smi_arguments[];
+/* AMD GPUs from the amdgpu driver's sysfs files under $GPURUN_SYSFS_ROOT/sys/class/drm
+ * (default /sys/class/drm). A file that is missing, unreadable or garbage leaves its field
+ * unknown; a card that disappears while being read is left out. No AMD GPU at all is
+ * GPURUN_EXIT_NO_GPU_INFO. Process lists are left unknown (see gpurun_processes_collect). */
+int gpurun_probe_amdgpu(struct gpurun_snapshot *snapshot, struct gpurun_error *err);
+/* Completes the process lists from /proc ($GPURUN_SYSFS_ROOT/proc when set): the processes
+ * using each AMD GPU (from /proc/PID/fdinfo, with their VRAM), and the user and command line of
+ * every listed process. A process that cannot be seen (gone, not ours to read, or a host PID
+ * from NVML while we run in another PID namespace) keeps an empty user and command. Once per
+ * snapshot. */
+int gpurun_processes_collect(struct gpurun_snapshot *snapshot, struct gpurun_error *err);
 
 /* ---- visibility masks -------------------------------------------------------------------- */
 
+/* The inherited variables that limit which NVIDIA devices may be chosen; NULL where unset.
+ * The rules (README, "Masks"): CUDA_VISIBLE_DEVICES is read exactly as CUDA reads it, the Slurm
+ * allocation and NVIDIA_VISIBLE_DEVICES=none|void further limit it, and a device must pass all. */
+struct gpurun_inherited {
+	const char *cuda_visible_devices;
+	const char *cuda_device_order;
+	const char *slurm_step_gpus;
+	const char *slurm_job_gpus;
+	const char *slurm_job_id;
+	const char *nvidia_visible_devices;
+};
+
+/* Points every field at this process's environment. */
+void gpurun_inherited_read(struct gpurun_inherited *inherited);
+
+/* The devices CUDA shows for one CUDA_VISIBLE_DEVICES value, in CUDA's order, as the driver
+ * itself reported them. Asked at most once per process, since the answer cannot change. */
+struct gpurun_cuda_order {
+	bool asked;
+	bool answered;                  /* else failure says why */
+	size_t count;
+	char (*uuids)[GPURUN_UUID_SIZE]; /* "GPU-" and cuDeviceGetUuid's 16 bytes in hex */
+	char failure[256];
+};
+
+/* Asks the CUDA driver ($GPURUN_CUDA_LIB, else libcuda.so.1) which devices it shows with
+ * CUDA_VISIBLE_DEVICES=visible, in a short-lived child process: this process never loads the
+ * driver, which reads CUDA_VISIBLE_DEVICES once at cuInit and keeps it for good. */
+void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order);
+void gpurun_cuda_order_free(struct gpurun_cuda_order *order);
+
+/* Why the inherited variables keep a device out of the choice. */
+enum gpurun_mask_verdict {
+	GPURUN_MASK_ALLOWED,
+	GPURUN_MASK_NO_GPU,             /* NVIDIA_VISIBLE_DEVICES=none|void */
+	GPURUN_MASK_OUTSIDE_CONTAINER,  /* NVIDIA_VISIBLE_DEVICES names other GPUs */
+	GPURUN_MASK_OUTSIDE_SLURM,      /* outside the Slurm allocation */
+	GPURUN_MASK_NOT_VISIBLE,        /* CUDA_VISIBLE_DEVICES does not name it */
+	GPURUN_MASK_MIG_ENABLED,        /* a MIG-enabled GPU: its instances are the devices */
+};
+
+struct gpurun_mask {
+	bool *allowed;                  /* one per snapshot device */
+	enum gpurun_mask_verdict *verdicts;
+	size_t count;
+	size_t allowed_count;
+	char rules[2048];               /* for --explain: what each variable did, "\n"-ended lines */
+	char warning[512];              /* one line for stderr (no "gpurun: "), or empty */
+	char nothing_allowed[512];      /* when the variables allow no existing device: why */
+};
+
+/* Applies the inherited variables to the snapshot. order keeps the driver's answer between
+ * calls: it is asked on first need (integers in CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER not
+ * PCI_BUS_ID, GPUs of different models); NULL never asks, and integers are then read in PCI
+ * order with a warning where that can be wrong. Devices of other vendors are left allowed. */
+int gpurun_mask_apply(const struct gpurun_snapshot *snapshot, const struct gpurun_inherited *inherited,
+		      struct gpurun_cuda_order *order, struct gpurun_mask *mask,
+		      struct gpurun_error *err);
+void gpurun_mask_free(struct gpurun_mask *mask);
+/* "not named by CUDA_VISIBLE_DEVICES", ...: a verdict as --explain says it. */
+const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict);
+
 /* Marks in allowed[] (one per snapshot device) the devices an inherited CUDA_VISIBLE_DEVICES
- * value permits. NULL value: every device; empty value: none. */
+ * value permits, integers in PCI order. NULL value: every device; empty value: none. */
 int gpurun_visible_mask(const struct gpurun_snapshot *snapshot, const char *cuda_visible_devices,
 			bool *allowed, struct gpurun_error *err);
+
+/* CUDA shows a process at most one MIG instance, and no whole GPU beside it, so one hand-off
+ * is whole GPUs or a single MIG instance. Moves the whole GPUs among candidates[] to the front
+ * (both groups keep their order) and returns how many there are. */
+size_t gpurun_visible_whole_first(const struct gpurun_snapshot *snapshot, size_t *candidates,
+				  size_t count);
+
+/* Marks in allowed[] the AMD devices an inherited ROCR_VISIBLE_DEVICES value permits (indices
+ * in AMD numbering, or GPU-<unique id> UUIDs; the first entry naming no GPU ends the list, and
+ * an empty value permits none). NULL value: every AMD device. Other vendors' entries in
+ * allowed[] are left as they are. */
+void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
+			      const char *rocr_visible_devices, bool *allowed);
 
 /* ---- selection ---------------------------------------------------------------------------- */
 
@@ -219,6 +326,13 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
  * must have room for snapshot->count entries. */
 size_t gpurun_select(const struct gpurun_snapshot *snapshot, const bool *allowed,
 		     const struct gpurun_request *request, size_t *candidates);
+
+/* One hand-off names one vendor's GPUs. Keeps in candidates[] (as gpurun_select ordered them)
+ * only the devices of one vendor: the first vendor, in that order, with at least as many
+ * candidates as the request needs, else the vendor of the first candidate. Returns how many
+ * are left. */
+size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot,
+			    const struct gpurun_request *request, size_t *candidates, size_t count);
 
 /* ---- leases ------------------------------------------------------------------------------- */
 
@@ -263,6 +377,7 @@ struct gpurun_progress {
 	size_t leased_by_others;        /* available but leased by another job */
 	size_t busy;                    /* in the mask but not available by the thresholds */
 	size_t waiting_ahead;           /* older waiters for the same GPUs (0: our turn) */
+	size_t mig_left_out;            /* available MIG instances a multi-GPU job cannot use */
 	double elapsed_s;
 	bool final;                     /* the last look: success or giving up */
 };
@@ -276,6 +391,7 @@ struct gpurun_choice {
 	struct gpurun_lease lease;
 	unsigned attempts_made;
 	struct gpurun_progress last;    /* the last look, also when acquisition failed */
+	struct gpurun_mask mask;        /* what the inherited variables allowed, and why */
 };
 
 /* Runs the attempt loop. Returns 0 with a choice, GPURUN_EXIT_BUSY when not enough devices
@@ -287,11 +403,22 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
 			 char *buffer, size_t size);
 void gpurun_choice_free(struct gpurun_choice *choice);
+/* The variable the choice is handed off in: "ROCR_VISIBLE_DEVICES" for AMD GPUs (never
+ * HIP_VISIBLE_DEVICES, which indexes into what ROCr left), else "CUDA_VISIBLE_DEVICES". */
+const char *gpurun_choice_variable(const struct gpurun_choice *choice);
 
 /* ---- reports ------------------------------------------------------------------------------ */
 
 /* GPUtil.showUtilization() byte for byte; all = showUtilization(all=True). */
 int gpurun_report_table(FILE *out, const struct gpurun_snapshot *snapshot, bool all);
+/* What a table shows beyond GPUtil's. All false is GPUtil's table, byte for byte. */
+struct gpurun_table_options {
+	bool all;                       /* GPUtil's full table */
+	bool wide;                      /* then vendor, PCI bus id and power columns */
+	bool processes;                 /* each GPU's processes and lease holder under its row */
+};
+int gpurun_report_table_with(FILE *out, const struct gpurun_snapshot *snapshot,
+			     const struct gpurun_table_options *options);
 /* One JSON object: {hostname, driver_version, query_time, gpus: [...]}, gpustat's keys. */
 int gpurun_report_json(FILE *out, const struct gpurun_snapshot *snapshot, const char *hostname,
 		       double query_time);

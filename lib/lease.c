@@ -87,13 +87,17 @@ int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error 
 }
 
 /* The lock file's name: the UUID, which is stable across reboots and driver reloads and the
- * same for every user, with anything that is not safe in a file name replaced. */
+ * same for every user, with anything that is not safe in a file name replaced. A GPU without
+ * one (an AMD board without unique_id) is named by its PCI address, which is as stable. */
 static void lock_file_name(const struct gpurun_device *device, char *name, size_t size)
 {
 	const char *key = device->uuid;
 	char fallback[48];
 
-	if (!*key) {
+	if (!*key && device->pci_bus_id[0]) {
+		snprintf(fallback, sizeof(fallback), "pci-%s", device->pci_bus_id);
+		key = fallback;
+	} else if (!*key) {
 		snprintf(fallback, sizeof(fallback), "index-%d", device->index);
 		key = fallback;
 	}

@@ -96,6 +96,11 @@ struct nvml {
 	unsigned_getter *get_power;
 	flag_getter *get_display_mode;
 	flag_getter *get_display_active;
+	nvmlReturn_t (*get_mig_mode)(nvmlDevice_t, unsigned *current, unsigned *pending);
+	unsigned_getter *get_max_mig_count;
+	nvmlReturn_t (*get_mig_handle)(nvmlDevice_t, unsigned, nvmlDevice_t *);
+	unsigned_getter *get_gpu_instance_id;
+	unsigned_getter *get_compute_instance_id;
 	nvmlReturn_t (*get_processes)(nvmlDevice_t, unsigned *, void *);
 	size_t process_entry_size;
 	/* scratch for process lists, reused from GPU to GPU */
@@ -207,6 +212,11 @@ static int open_library(struct nvml *nvml, struct gpurun_error *err)
 	nvml->get_power = dlsym(library, "nvmlDeviceGetPowerUsage");
 	nvml->get_display_mode = dlsym(library, "nvmlDeviceGetDisplayMode");
 	nvml->get_display_active = dlsym(library, "nvmlDeviceGetDisplayActive");
+	nvml->get_mig_mode = dlsym(library, "nvmlDeviceGetMigMode");
+	nvml->get_max_mig_count = dlsym(library, "nvmlDeviceGetMaxMigDeviceCount");
+	nvml->get_mig_handle = dlsym(library, "nvmlDeviceGetMigDeviceHandleByIndex");
+	nvml->get_gpu_instance_id = dlsym(library, "nvmlDeviceGetGpuInstanceId");
+	nvml->get_compute_instance_id = dlsym(library, "nvmlDeviceGetComputeInstanceId");
 	/* _v2, not _v3: some 535 drivers wrote _v3 entries of another size (see the ABI notes). */
 	nvml->get_processes = dlsym(library, "nvmlDeviceGetComputeRunningProcesses_v2");
 	nvml->process_entry_size = sizeof(nvmlProcessInfo_v2_t);
@@ -367,6 +377,112 @@ static int read_processes(struct nvml *nvml, nvmlDevice_t handle, struct gpurun_
 	return 0;
 }
 
+/* NVML_DEVICE_MIG_ENABLE is 1; a GPU without MIG answers NOT_SUPPORTED. */
+static void read_mig_mode(const struct nvml *nvml, nvmlDevice_t handle, struct gpurun_device *device)
+{
+	unsigned current = 0, pending = 0;
+
+	device->mig_enabled = nvml->get_mig_mode && !device->lost &&
+			      answered(nvml->get_mig_mode(handle, &current, &pending), device) &&
+			      current == 1;
+}
+
+/* One MIG instance: a device of its own (UUID "MIG-...", memory, processes), named after its
+ * GPU. NVML has no utilization for instances, so their load stays unknown (NaN). */
+static int read_instance(struct nvml *nvml, nvmlDevice_t handle, const struct gpurun_device *gpu,
+			 int position, struct gpurun_device *device, struct gpurun_error *err)
+{
+	unsigned id;
+
+	device->index = gpu->index;
+	device->vendor = gpu->vendor;
+	device->mig_parent = gpu->index;
+	device->mig_instance = position;
+	read_text(nvml->get_uuid, handle, device->uuid, sizeof(device->uuid), device);
+	read_text(nvml->get_name, handle, device->name, sizeof(device->name), device);
+	read_memory(nvml, handle, device);
+	read_sensors(nvml, handle, device);
+	if (nvml->get_gpu_instance_id && !device->lost &&
+	    answered(nvml->get_gpu_instance_id(handle, &id), device) && id <= 0xffffff)
+		device->mig_gpu_instance = (int)id;
+	if (nvml->get_compute_instance_id && !device->lost &&
+	    answered(nvml->get_compute_instance_id(handle, &id), device) && id <= 0xffffff)
+		device->mig_compute_instance = (int)id;
+	/* The board's identity is its GPU's. */
+	memcpy(device->serial, gpu->serial, sizeof(device->serial));
+	memcpy(device->pci_bus_id, gpu->pci_bus_id, sizeof(device->pci_bus_id));
+	memcpy(device->display_mode, gpu->display_mode, sizeof(device->display_mode));
+	memcpy(device->display_active, gpu->display_active, sizeof(device->display_active));
+	return read_processes(nvml, handle, device, err);
+}
+
+static int append_device(struct gpurun_device **devices, size_t *count, size_t *capacity,
+			 struct gpurun_error *err)
+{
+	if (*count == *capacity) {
+		size_t grown_capacity = *capacity ? 2 * *capacity : 16;
+		struct gpurun_device *grown = realloc(*devices, grown_capacity * sizeof(*grown));
+
+		if (!grown)
+			return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory for MIG instances");
+		*devices = grown;
+		*capacity = grown_capacity;
+	}
+	gpurun_device_init_unknown(&(*devices)[(*count)++]);
+	return 0;
+}
+
+/* A MIG-enabled GPU contributes its instances: they follow it in the snapshot, in NVML's
+ * slot order (slots of destroyed instances answer NOT_FOUND and are skipped). */
+static int add_mig_instances(struct nvml *nvml, struct gpurun_snapshot *snapshot,
+			     struct gpurun_error *err)
+{
+	struct gpurun_device *devices = NULL;
+	size_t count = 0, capacity = 0;
+	int status = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		any = any || snapshot->devices[i].mig_enabled;
+	if (!any || !nvml->get_mig_handle || !nvml->get_max_mig_count)
+		return 0;
+	for (size_t i = 0; i < snapshot->count && status == 0; i++) {
+		const struct gpurun_device *gpu = &snapshot->devices[i];
+		nvmlDevice_t handle, instance;
+		unsigned slots = 0;
+		int position = 0;
+
+		status = append_device(&devices, &count, &capacity, err);
+		if (status)
+			break;
+		devices[count - 1] = *gpu;
+		if (!gpu->mig_enabled || gpu->index < 0 ||
+		    nvml->get_handle((unsigned)gpu->index, &handle) != NVML_SUCCESS ||
+		    nvml->get_max_mig_count(handle, &slots) != NVML_SUCCESS)
+			continue;
+		for (unsigned slot = 0; slot < slots && slot < 1024 && status == 0; slot++) {
+			if (nvml->get_mig_handle(handle, slot, &instance) != NVML_SUCCESS)
+				continue;
+			status = append_device(&devices, &count, &capacity, err);
+			if (status == 0)
+				status = read_instance(nvml, instance, gpu, position++,
+						       &devices[count - 1], err);
+		}
+	}
+	if (status) {
+		for (size_t i = 0; i < count; i++)
+			if (devices[i].mig_parent >= 0)
+				free(devices[i].processes);
+		free(devices);
+		return status;
+	}
+	/* The GPUs' process lists moved with them; only the old array goes. */
+	free(snapshot->devices);
+	snapshot->devices = devices;
+	snapshot->count = count;
+	return 0;
+}
+
 static int read_device(struct nvml *nvml, unsigned index, struct gpurun_device *device,
 		       struct gpurun_error *err)
 {
@@ -385,6 +501,7 @@ static int read_device(struct nvml *nvml, unsigned index, struct gpurun_device *
 		  sizeof(device->display_mode), device);
 	read_flag(nvml->get_display_active, handle, device->display_active,
 		  sizeof(device->display_active), device);
+	read_mig_mode(nvml, handle, device);
 	return read_processes(nvml, handle, device, err);
 }
 
@@ -412,6 +529,8 @@ static int read_snapshot(struct nvml *nvml, struct gpurun_snapshot *snapshot,
 		snapshot->driver_version[0] = '\0';
 	for (unsigned i = 0; i < count && status == 0; i++)
 		status = read_device(nvml, i, &snapshot->devices[i], err);
+	if (status == 0)
+		status = add_mig_instances(nvml, snapshot, err);
 	if (status)
 		gpurun_snapshot_free(snapshot);
 	return status;

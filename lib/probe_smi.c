@@ -366,14 +366,36 @@ static void kill_and_reap(pid_t pid)
 	wait_until(pid, seconds_now() + 2, &ignored);
 }
 
+/* Our environment without GPURUN_OPTIONS: under the preload library, an nvidia-smi that saw it
+ * would choose GPUs itself, probing with another nvidia-smi, and so on forever. The strings are
+ * environ's own; only the array is new. */
+static char **environment_for_smi(void)
+{
+	size_t count = 0, kept = 0;
+
+	while (environ[count])
+		count++;
+	char **environment = malloc((count + 1) * sizeof(*environment));
+	if (!environment)
+		return NULL;
+	for (size_t i = 0; i < count; i++)
+		if (strncmp(environ[i], "GPURUN_OPTIONS=", strlen("GPURUN_OPTIONS=")) != 0)
+			environment[kept++] = environ[i];
+	environment[kept] = NULL;
+	return environment;
+}
+
 static int spawn_smi(const char *program, int out_fd, int err_fd, pid_t *pid,
 		     struct gpurun_error *err)
 {
 	const char *argv[4] = { program, gpurun_smi_arguments[0], gpurun_smi_arguments[1], NULL };
+	char **environment = environment_for_smi();
 	posix_spawn_file_actions_t actions;
 	posix_spawnattr_t attributes;
 	int failure;
 
+	if (!environment)
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "nvidia-smi: out of memory");
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
@@ -382,9 +404,10 @@ static int spawn_smi(const char *program, int out_fd, int err_fd, pid_t *pid,
 	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
 	posix_spawnattr_setpgroup(&attributes, 0);
 	/* posix_spawnp searches PATH only for a name without a slash, like the shell. */
-	failure = posix_spawnp(pid, program, &actions, &attributes, (char *const *)argv, environ);
+	failure = posix_spawnp(pid, program, &actions, &attributes, (char *const *)argv, environment);
 	posix_spawnattr_destroy(&attributes);
 	posix_spawn_file_actions_destroy(&actions);
+	free(environment);
 	if (failure == ENOENT && !strchr(program, '/'))
 		return gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO, "nvidia-smi: not found on PATH");
 	if (failure)

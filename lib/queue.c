@@ -113,7 +113,9 @@ size_t queue_waiting_ahead(struct queue *queue)
 			count++;
 	}
 	closedir(dir);
-	qsort(older, count, sizeof(*older), compare_names);
+	/* qsort's array must not be NULL, even for no elements. */
+	if (count > 1)
+		qsort(older, count, sizeof(*older), compare_names);
 	/* Youngest first: the nearest live one is the ticket to watch. */
 	for (size_t i = count; i-- > 0;) {
 		if (queue_ticket_is_live(queue, older[i])) {

@@ -27,6 +27,7 @@ enum field {
 	FIELD_TEMPERATURE, FIELD_LOAD, FIELD_MEMORY_UTIL,
 	FIELD_MEMORY_TOTAL, FIELD_MEMORY_USED, FIELD_MEMORY_FREE,
 	FIELD_DISPLAY_MODE, FIELD_DISPLAY_ACTIVE,
+	FIELD_VENDOR, FIELD_PCI_BUS_ID, FIELD_POWER,
 };
 
 struct column {
@@ -57,7 +58,15 @@ static const struct column all_columns[] = {
 	{ FIELD_DISPLAY_ACTIVE, "Display active", "", true },
 };
 
-#define MAX_COLUMNS (sizeof(all_columns) / sizeof(all_columns[0]))
+/* --wide: what GPUtil has no column for, as one more group after GPUtil's. */
+static const struct column wide_columns[] = {
+	{ FIELD_VENDOR, "Vendor", "", false },
+	{ FIELD_PCI_BUS_ID, "PCI bus id", "", false },
+	{ FIELD_POWER, "Power", "W", true },
+};
+
+#define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
+#define MAX_COLUMNS (COUNT_OF(all_columns) + COUNT_OF(wide_columns))
 
 /* Room for '%.0f' of the largest double (309 digits and a sign). */
 #define NUMBER_SIZE 320
@@ -133,6 +142,13 @@ static struct cell device_cell(const struct gpurun_device *device, enum field fi
 		return text_cell(device->display_mode, sizeof(device->display_mode));
 	case FIELD_DISPLAY_ACTIVE:
 		return text_cell(device->display_active, sizeof(device->display_active));
+	case FIELD_VENDOR:
+		return device->vendor == GPURUN_VENDOR_AMD ? text_cell("AMD", sizeof("AMD"))
+							   : text_cell("NVIDIA", sizeof("NVIDIA"));
+	case FIELD_PCI_BUS_ID:
+		return text_cell(device->pci_bus_id, sizeof(device->pci_bus_id));
+	case FIELD_POWER:
+		return number_cell(device->power_draw, scratch);
 	}
 	return text_cell("", 1);
 }
@@ -209,18 +225,17 @@ static void put_printable(FILE *out, const char *text, size_t size)
 	}
 }
 
-/* One line per leased device. An unknown user shows as the numeric uid, an unknown host or
- * command as "?". */
-static void put_lease(FILE *out, const struct gpurun_device *device)
+/* "leased by pid ... (user@host) since ...: command" and the newline. An unknown user shows as
+ * the numeric uid, an unknown host or command as "?". */
+static void put_holder(FILE *out, const struct gpurun_holder *holder)
 {
-	const struct gpurun_holder *holder = &device->holder;
 	time_t start = (time_t)holder->start_time;
 	struct tm local;
 	char since[32] = "?";
 
 	if (localtime_r(&start, &local))
 		strftime(since, sizeof(since), "%Y-%m-%d %H:%M:%S", &local);
-	fprintf(out, "GPU %d leased by pid %ld (", device->index, (long)holder->pid);
+	fprintf(out, "leased by pid %ld (", (long)holder->pid);
 	if (holder->user[0])
 		put_printable(out, holder->user, sizeof(holder->user));
 	else
@@ -238,13 +253,112 @@ static void put_lease(FILE *out, const struct gpurun_device *device)
 	fputc('\n', out);
 }
 
+/* One line per leased device, below the table. */
+static void put_lease(FILE *out, const struct gpurun_device *device)
+{
+	fprintf(out, "GPU %d ", device->index);
+	put_holder(out, &device->holder);
+}
+
+/* ---- --processes: each GPU's processes under its row ----------------------------------------
+ * Indented, so that the rows of the table still stand out; pid, user and MiB are aligned over
+ * the whole table. An unknown user, memory or command is "?". */
+
+#define PROCESS_INDENT "    "
+
+struct process_widths {
+	size_t pid, user, memory;
+};
+
+static size_t memory_text(const struct gpurun_process *process, char *scratch)
+{
+	return (size_t)(isnan(process->used_mib) ? snprintf(scratch, NUMBER_SIZE, "?")
+			: snprintf(scratch, NUMBER_SIZE, "%.0f", process->used_mib));
+}
+
+static struct process_widths measure_processes(const struct gpurun_snapshot *snapshot)
+{
+	struct process_widths widths = { 1, 1, 1 };
+	char scratch[NUMBER_SIZE];
+
+	for (size_t d = 0; d < snapshot->count; d++) {
+		const struct gpurun_device *device = &snapshot->devices[d];
+
+		for (size_t p = 0; p < device->process_count; p++) {
+			const struct gpurun_process *process = &device->processes[p];
+			size_t pid = (size_t)snprintf(scratch, NUMBER_SIZE, "%u", process->pid);
+			size_t user = utf8_width(process->user, strnlen(process->user,
+									sizeof(process->user)));
+			size_t memory = memory_text(process, scratch);
+
+			widths.pid = pid > widths.pid ? pid : widths.pid;
+			widths.user = user > widths.user ? user : widths.user;
+			widths.memory = memory > widths.memory ? memory : widths.memory;
+		}
+	}
+	return widths;
+}
+
+static void put_processes(FILE *out, const struct gpurun_device *device,
+			  const struct process_widths *widths)
+{
+	char scratch[NUMBER_SIZE];
+
+	if (!device->processes_known)
+		fputs(PROCESS_INDENT "processes unknown\n", out);
+	else if (device->process_count == 0)
+		fputs(PROCESS_INDENT "no processes\n", out);
+	for (size_t p = 0; p < device->process_count; p++) {
+		const struct gpurun_process *process = &device->processes[p];
+		size_t user_length = strnlen(process->user, sizeof(process->user));
+		size_t memory = memory_text(process, scratch);
+
+		fprintf(out, PROCESS_INDENT "%*u  ", (int)widths->pid, process->pid);
+		if (user_length)
+			put_printable(out, process->user, sizeof(process->user));
+		else
+			fputc('?', out);
+		put_spaces(out, widths->user - (user_length ? utf8_width(process->user, user_length)
+							    : 1));
+		put_spaces(out, 2 + widths->memory - memory);
+		fprintf(out, "%s MiB  ", scratch);
+		if (process->command[0])
+			put_printable(out, process->command, sizeof(process->command));
+		else
+			fputc('?', out);
+		fputc('\n', out);
+	}
+	if (device->leased) {
+		fputs(PROCESS_INDENT, out);
+		put_holder(out, &device->holder);
+	}
+}
+
 int gpurun_report_table(FILE *out, const struct gpurun_snapshot *snapshot, bool all)
 {
-	const struct column *columns = all ? all_columns : default_columns;
-	size_t column_count = all ? MAX_COLUMNS
-				  : sizeof(default_columns) / sizeof(default_columns[0]);
+	struct gpurun_table_options options = { .all = all };
+
+	return gpurun_report_table_with(out, snapshot, &options);
+}
+
+int gpurun_report_table_with(FILE *out, const struct gpurun_snapshot *snapshot,
+			     const struct gpurun_table_options *options)
+{
+	const struct column *base = options->all ? all_columns : default_columns;
+	size_t base_count = options->all ? COUNT_OF(all_columns) : COUNT_OF(default_columns);
+	struct column columns[MAX_COLUMNS];
+	size_t column_count = base_count;
 	size_t widths[MAX_COLUMNS];
 	char scratch[NUMBER_SIZE];
+	struct process_widths process_widths = { 1, 1, 1 };
+
+	memcpy(columns, base, base_count * sizeof(*columns));
+	if (options->wide) {
+		memcpy(columns + column_count, wide_columns, sizeof(wide_columns));
+		column_count += COUNT_OF(wide_columns);
+	}
+	if (options->processes)
+		process_widths = measure_processes(snapshot);
 
 	for (size_t c = 0; c < column_count; c++)
 		widths[c] = strlen(columns[c].header);
@@ -260,9 +374,12 @@ int gpurun_report_table(FILE *out, const struct gpurun_snapshot *snapshot, bool 
 	}
 
 	put_header(out, columns, column_count, widths);
-	for (size_t d = 0; d < snapshot->count; d++)
+	for (size_t d = 0; d < snapshot->count; d++) {
 		put_row(out, &snapshot->devices[d], columns, column_count, widths);
-	for (size_t d = 0; d < snapshot->count; d++)
+		if (options->processes)
+			put_processes(out, &snapshot->devices[d], &process_widths);
+	}
+	for (size_t d = 0; d < snapshot->count && !options->processes; d++)
 		if (snapshot->devices[d].leased)
 			put_lease(out, &snapshot->devices[d]);
 	return fflush(out) == 0 && !ferror(out) ? 0 : -1;

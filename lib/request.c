@@ -20,6 +20,13 @@ static const char *const source_names[] = {
 	[GPURUN_SOURCE_AUTO] = "auto",
 	[GPURUN_SOURCE_NVML] = "nvml",
 	[GPURUN_SOURCE_SMI] = "nvidia-smi",
+	[GPURUN_SOURCE_AMDGPU] = "amdgpu",
+};
+
+static const char *const vendor_names[] = {
+	[GPURUN_VENDOR_ANY] = "any",
+	[GPURUN_VENDOR_ONLY_NVIDIA] = "nvidia",
+	[GPURUN_VENDOR_ONLY_AMD] = "amd",
 };
 
 #define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
@@ -229,9 +236,35 @@ static int apply_source(struct parser *p, const struct option_spec *option, cons
 	int source = find_name(source_names, COUNT_OF(source_names), value);
 
 	if (source < 0)
-		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not one of auto, nvml, nvidia-smi",
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not one of auto, nvml, nvidia-smi, amdgpu",
 			      option->name, value);
 	p->request->source = (enum gpurun_source)source;
+	return 0;
+}
+
+static int apply_vendor(struct parser *p, const struct option_spec *option, const char *value)
+{
+	int vendor = find_name(vendor_names, COUNT_OF(vendor_names), value);
+
+	if (vendor < 0)
+		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not one of nvidia, amd, any",
+			      option->name, value);
+	p->request->vendor = (enum gpurun_vendor_filter)vendor;
+	return 0;
+}
+
+/* --watch [SECONDS]: the interval is optional (parse_words hands over the next word only when
+ * it is a duration), as watch(1)'s default of 2 seconds. */
+static int apply_watch(struct parser *p, const struct option_spec *option, const char *value)
+{
+	double seconds = 2;
+
+	if (value && (gpurun_parse_duration(value, &seconds) != 0 || seconds < 0.1))
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "%s: '%s' is not an interval of 0.1 seconds or more (e.g. 2, 0.5, 1m)",
+			      option->name, value);
+	p->request->watch_s = seconds;
 	return 0;
 }
 
@@ -325,6 +358,7 @@ static const struct option_spec options[] = {
 	/* data source */
 	{ "--source", 0, true, apply_source, 0, 0 },
 	{ "--smi-timeout", 0, true, apply_timeout, REQUEST_FIELD(smi_timeout_s), 0 },
+	{ "--vendor", 0, true, apply_vendor, 0, 0 },
 	/* hand-off */
 	{ "--uuid", 0, false, apply_flag, REQUEST_FIELD(uuid), 0 },
 	{ "--cpu-fallback", 0, false, apply_flag, REQUEST_FIELD(cpu_fallback), 0 },
@@ -340,6 +374,9 @@ static const struct option_spec options[] = {
 	/* reports */
 	{ "--all", 0, false, apply_flag, REQUEST_FIELD(all), 0 },
 	{ "--json", 0, false, apply_flag, REQUEST_FIELD(json), 0 },
+	{ "--processes", 0, false, apply_flag, REQUEST_FIELD(processes), 0 },
+	{ "--wide", 0, false, apply_flag, REQUEST_FIELD(wide), 0 },
+	{ "--watch", 0, false, apply_watch, 0, 0 },
 	{ "--verbose", 'v', false, apply_flag, REQUEST_FIELD(verbose), 0 },
 	{ "--explain", 0, false, apply_explain, 0, 0 },
 };
@@ -387,6 +424,12 @@ static int parse_words(struct parser *p, int count, char **words)
 		if (!option) {
 			reject(p, GPURUN_EXIT_USAGE, "unknown option '%.*s'",
 			       (int)strcspn(word, "="), word);
+		} else if (option->apply == apply_watch) {
+			double seconds;
+
+			if (!value && i < count && gpurun_parse_duration(words[i], &seconds) == 0)
+				value = words[i++];
+			option->apply(p, option, value);
 		} else if (!option->takes_value) {
 			if (value)
 				reject(p, GPURUN_EXIT_USAGE, "option '%s' takes no value", option->name);
@@ -430,6 +473,18 @@ static int check_consistency(struct parser *p)
 		return reject(p, GPURUN_EXIT_USAGE, "--all needs --show");
 	if (request->json && request->action != GPURUN_SHOW)
 		return reject(p, GPURUN_EXIT_USAGE, "--json needs --show");
+	if (request->processes && request->action != GPURUN_SHOW)
+		return reject(p, GPURUN_EXIT_USAGE, "--processes needs --show");
+	if (request->wide && request->action != GPURUN_SHOW)
+		return reject(p, GPURUN_EXIT_USAGE, "--wide needs --show");
+	if (request->watch_s > 0 && request->action != GPURUN_SHOW)
+		return reject(p, GPURUN_EXIT_USAGE, "--watch needs --show");
+	if ((request->source == GPURUN_SOURCE_NVML || request->source == GPURUN_SOURCE_SMI) &&
+	    request->vendor == GPURUN_VENDOR_ONLY_AMD)
+		return reject(p, GPURUN_EXIT_USAGE, "--source %s reads NVIDIA GPUs only, not --vendor amd",
+			      gpurun_source_name(request->source));
+	if (request->source == GPURUN_SOURCE_AMDGPU && request->vendor == GPURUN_VENDOR_ONLY_NVIDIA)
+		return reject(p, GPURUN_EXIT_USAGE, "--source amdgpu reads AMD GPUs only, not --vendor nvidia");
 	if (request->lazy && request->action == GPURUN_PRINT)
 		return reject(p, GPURUN_EXIT_USAGE, "--lazy cannot be used with --print");
 	if (request->lazy && request->action == GPURUN_SHOW)

@@ -76,6 +76,8 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
 		buffer[0] = '\0';
 	if (device->lost)
 		return explain(buffer, size, "lost (GPU_IS_LOST)");
+	if (device->mig_enabled)
+		return explain(buffer, size, "MIG enabled: its MIG instances are chosen instead");
 	if (device->leased)
 		return explain(buffer, size, "leased by pid %ld%s%s%s", (long)device->holder.pid,
 			       device->holder.user[0] ? " (" : "", device->holder.user,
@@ -90,7 +92,10 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
 			       request->min_free_mib);
 	if (!below(device->load, request->max_load, request->include_nan))
 		return isnan(device->load)
-			       ? explain(buffer, size, "load unknown (see --include-nan)")
+			       ? explain(buffer, size, device->mig_parent >= 0
+						? "load unknown: NVML reports no utilization for MIG "
+						  "instances (see --include-nan)"
+						: "load unknown (see --include-nan)")
 			       : explain(buffer, size, "load %g%% is not below %g%%",
 					 device->load * 100, request->max_load * 100);
 	if (!below(memory_util, request->max_memory, request->include_nan))

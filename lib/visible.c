@@ -1,123 +1,940 @@
-/* visible: an inherited CUDA_VISIBLE_DEVICES as a mask on the snapshot. Each entry is first
- * classified by its form, then resolved against the devices; CUDA's rule that the first
- * invalid entry ends the list applies to entries that name no device. */
+/* visible: which devices the inherited environment allows. CUDA_VISIBLE_DEVICES is read exactly
+ * as the CUDA driver reads it; a Slurm allocation and NVIDIA_VISIBLE_DEVICES limit it further. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpurun.h"
 
-enum entry_kind {
-	ENTRY_INDEX,                    /* "3" */
-	ENTRY_UUID,                     /* "GPU-" and a full 8-4-4-4-12 UUID */
-	ENTRY_INVALID,                  /* "", "-1", a too large index: CUDA stops there */
-	ENTRY_NOT_UNDERSTOOD,           /* UUID prefixes, MIG entries, anything else */
+/* cuInit can take many seconds on a large machine without persistence mode. */
+#define CUDA_ORDER_TIMEOUT_S 30.0
+
+/*
+ * How the driver reads CUDA_VISIBLE_DEVICES. NVIDIA documents the forms (integers, "GPU-" UUIDs
+ * and unique prefixes of them, "MIG-<uuid>" and, before R470, "MIG-GPU-<uuid>/<gi>/<ci>") and
+ * that the first invalid entry ends the list; the details come from two parsers whose authors
+ * checked them against the driver:
+ *  - PyTorch's torch.cuda._parse_visible_devices and _transform_uuid_to_ordinals, "validated
+ *    to match the 525.60.13 driver" (pytorch/pytorch#92315), with the cases of
+ *    test/test_cuda_nvml_based_avail.py: integers are read like strtoul, so leading blanks and
+ *    a '+' are accepted and anything after the digits is ignored ("1gpu2,2ampere" is 1,2;
+ *    "0, 1, 2, -1, 3" is 0,1,2; "2, +3, -0, 5" is 2,3,0,5); a negative number or an entry
+ *    without digits ends the list ("4,3,two,one" is 4,3; "one,two,3,4" is none); a device named
+ *    twice gives no device at all ("0, 1, 2, 1" is none, and so are two prefixes of one UUID);
+ *    the first entry decides between integers and UUIDs ("GPU-123, 2" is GPU-123 only); a UUID
+ *    entry is not trimmed; an unknown or ambiguous prefix ends the list; an integer past the
+ *    last GPU ends it too ("1, 5, 0" is one GPU on a two-GPU machine).
+ *  - nvitop's parse_cuda_visible_devices (which asks the driver in a child process and mimics
+ *    it when it cannot): GPU- and MIG- entries may be mixed, MIG-GPU-<prefix>/<gi>/<ci> takes
+ *    an abbreviated GPU UUID, and UUIDs are lower-case hex.
+ * Case: both compare UUIDs as written (startswith, a lower-case-only pattern), so an upper-case
+ * UUID names nothing here. Where the evidence is thin, this reading allows fewer GPUs, never
+ * more: gpurun must not leave its allocation.
+ *
+ * What the mask means: the GPUs this job may use. An entry naming a MIG-enabled GPU (by index
+ * or GPU UUID) allows all of its instances; a MIG entry allows that instance. CUDA's own limit,
+ * one MIG instance per process and no whole GPU beside it, applies to the hand-off
+ * (gpurun_visible_whole_first), not to the mask: a Slurm job given two MIG instances packs two
+ * one-instance programs into them.
+ */
+
+enum stop {
+	STOP_NONE,                      /* the whole list was read */
+	STOP_INVALID,                   /* not an index (integers) or not a GPU-/MIG- UUID */
+	STOP_NEGATIVE,
+	STOP_OTHER_KIND,                /* an integer among UUIDs, or the other way round */
+	STOP_NO_DEVICE,                 /* an index past the last GPU, or an unknown UUID */
+	STOP_AMBIGUOUS,                 /* a UUID prefix of several GPUs */
 };
 
-struct entry {
-	const char *text;
-	size_t length;
-	enum entry_kind kind;
-	unsigned index;                 /* for ENTRY_INDEX */
+enum order_used {
+	ORDER_PCI_ASKED,                /* CUDA_DEVICE_ORDER=PCI_BUS_ID */
+	ORDER_PCI_SAME_MODEL,           /* FASTEST_FIRST, but the GPUs are all alike */
+	ORDER_DRIVER,                   /* the driver said */
+	ORDER_PCI_GUESSED,              /* GPUs differ in model and the driver could not say */
 };
+
+/* One CUDA_VISIBLE_DEVICES value as CUDA reads it. */
+struct parse {
+	bool integers;
+	size_t *targets;                /* snapshot positions, in the order the value names them */
+	size_t target_count;
+	bool duplicate;                 /* a device named twice: CUDA shows none */
+	enum stop stop;
+	const char *stop_text;          /* the entry that ended the list */
+	size_t stop_length;
+	enum order_used order;
+	size_t driver_unmatched;        /* devices the driver shows that NVML does not */
+};
+
+/* Appends to a fixed buffer; what does not fit is cut, with "..." to say so. */
+struct text {
+	char *buffer;
+	size_t size;
+	size_t used;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void add(struct text *text, const char *fmt, ...)
+{
+	va_list args;
+	int written;
+
+	if (text->size == 0 || text->used + 1 >= text->size)
+		return;
+	va_start(args, fmt);
+	written = vsnprintf(text->buffer + text->used, text->size - text->used, fmt, args);
+	va_end(args);
+	if (written < 0)
+		return;
+	if ((size_t)written >= text->size - text->used) {
+		text->used = text->size - 1;
+		if (text->size > 4)
+			memcpy(text->buffer + text->size - 4, "...", 4);
+		return;
+	}
+	text->used += (size_t)written;
+}
+
+/* ---- the snapshot, as CUDA counts it --------------------------------------------------- */
+
+static bool is_nvidia(const struct gpurun_device *device)
+{
+	return device->vendor == GPURUN_VENDOR_NVIDIA;
+}
+
+/* A GPU CUDA can number: an NVIDIA device that is not a MIG instance. */
+static bool is_physical(const struct gpurun_device *device)
+{
+	return is_nvidia(device) && device->mig_parent < 0;
+}
+
+static bool is_instance(const struct gpurun_device *device)
+{
+	return is_nvidia(device) && device->mig_parent >= 0;
+}
+
+static void device_label(const struct gpurun_device *device, char *label, size_t size)
+{
+	if (is_instance(device))
+		snprintf(label, size, "GPU %d MIG %d", device->mig_parent, device->mig_instance);
+	else
+		snprintf(label, size, "GPU %d", device->index);
+}
+
+static long physical_with_index(const struct gpurun_snapshot *snapshot, unsigned long long index)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (is_physical(&snapshot->devices[i]) && snapshot->devices[i].index >= 0 &&
+		    (unsigned long long)snapshot->devices[i].index == index)
+			return (long)i;
+	return -1;
+}
+
+static bool machine_has_mig(const struct gpurun_snapshot *snapshot)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (is_physical(&snapshot->devices[i]) && snapshot->devices[i].mig_enabled)
+			return true;
+	return false;
+}
+
+static size_t physical_count(const struct gpurun_snapshot *snapshot)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		count += is_physical(&snapshot->devices[i]);
+	return count;
+}
+
+/* FASTEST_FIRST can only reorder GPUs that differ; an unknown name might differ. */
+static bool models_differ(const struct gpurun_snapshot *snapshot)
+{
+	const char *first = NULL;
+
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+
+		if (!is_physical(device))
+			continue;
+		if (!device->name[0])
+			return physical_count(snapshot) > 1;
+		if (!first)
+			first = device->name;
+		else if (strcmp(first, device->name) != 0)
+			return true;
+	}
+	return false;
+}
+
+/* ---- entries ------------------------------------------------------------------------------ */
+
+/* strtoul's blanks. */
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
 
 static bool is_digit(char c)
 {
 	return c >= '0' && c <= '9';
 }
 
-static bool is_hex(char c)
+/* An integer entry as strtoul reads it: blanks, a sign, decimal digits, then anything. Returns
+ * false without digits; *negative for a '-' before a non-zero number ("-0" is 0). Values past
+ * the range saturate, which no GPU index reaches. */
+static bool read_integer(const char *text, size_t length, unsigned long long *value,
+			 bool *negative)
 {
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+	size_t i = 0;
+	bool minus = false;
 
-static bool all_digits(const char *text, size_t length)
-{
-	if (length == 0)
+	*value = 0;
+	while (i < length && is_blank(text[i]))
+		i++;
+	if (i < length && (text[i] == '+' || text[i] == '-'))
+		minus = text[i++] == '-';
+	if (i >= length || !is_digit(text[i]))
 		return false;
-	for (size_t i = 0; i < length; i++)
-		if (!is_digit(text[i]))
-			return false;
-	return true;
-}
+	for (; i < length && is_digit(text[i]); i++) {
+		unsigned digit = (unsigned)(text[i] - '0');
 
-/* "GPU-" followed by 8-4-4-4-12 hex digits, as NVML prints UUIDs. */
-static bool is_full_uuid(const char *text, size_t length)
-{
-	static const char shape[] = "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
-
-	if (length != sizeof(shape) - 1)
-		return false;
-	for (size_t i = 0; i < length; i++)
-		if (shape[i] == 'x' ? !is_hex(text[i]) : text[i] != shape[i])
-			return false;
-	return true;
-}
-
-static struct entry classify(const char *text, size_t length)
-{
-	struct entry entry = { text, length, ENTRY_NOT_UNDERSTOOD, 0 };
-
-	if (length == 0) {
-		entry.kind = ENTRY_INVALID;
-	} else if (all_digits(text, length)) {
-		char number[16];
-
-		entry.kind = ENTRY_INVALID;
-		if (length < sizeof(number)) {
-			memcpy(number, text, length);
-			number[length] = '\0';
-			if (gpurun_parse_count(number, &entry.index) == 0)
-				entry.kind = ENTRY_INDEX;
-		}
-	} else if (text[0] == '-' && all_digits(text + 1, length - 1)) {
-		/* CUDA_VISIBLE_DEVICES=-1 is the well-known way to hide every GPU. */
-		entry.kind = ENTRY_INVALID;
-	} else if (is_full_uuid(text, length)) {
-		entry.kind = ENTRY_UUID;
+		*value = *value > (~0ull - digit) / 10 ? ~0ull : *value * 10 + digit;
 	}
-	return entry;
+	*negative = minus && *value != 0;
+	return true;
 }
 
-/* The snapshot position of the device the entry names, or -1. */
-static long resolve(const struct gpurun_snapshot *snapshot, const struct entry *entry)
+static bool starts_with(const char *text, size_t length, const char *prefix)
 {
+	size_t n = strlen(prefix);
+
+	return length >= n && memcmp(text, prefix, n) == 0;
+}
+
+/* The one physical GPU whose UUID starts with the prefix; -1 none, -2 several. */
+static long gpu_by_prefix(const struct gpurun_snapshot *snapshot, const char *prefix, size_t length)
+{
+	long found = -1;
+
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
 
-		if (entry->kind == ENTRY_INDEX && device->index >= 0 &&
-		    (unsigned)device->index == entry->index)
-			return (long)i;
-		if (entry->kind == ENTRY_UUID && strlen(device->uuid) == entry->length &&
-		    memcmp(device->uuid, entry->text, entry->length) == 0)
+		if (!is_physical(device) || strlen(device->uuid) < length ||
+		    memcmp(device->uuid, prefix, length) != 0)
+			continue;
+		if (found >= 0)
+			return -2;
+		found = (long)i;
+	}
+	return found;
+}
+
+/* "MIG-GPU-<uuid or prefix>/<gi>/<ci>": the instance of that GPU with those ids. */
+static long instance_by_ids(const struct gpurun_snapshot *snapshot, const char *text, size_t length,
+			    enum stop *stop)
+{
+	const char *gpu = text + 4, *end = text + length;
+	const char *slash = memchr(gpu, '/', (size_t)(end - gpu));
+	unsigned long long ids[2];
+	const char *at;
+
+	*stop = STOP_INVALID;
+	if (!slash)
+		return -1;
+	at = slash;
+	for (int n = 0; n < 2; n++) {
+		size_t digits = 0;
+
+		if (at >= end || *at != '/')
+			return -1;
+		at++;
+		ids[n] = 0;
+		for (; at + digits < end && is_digit(at[digits]); digits++)
+			ids[n] = ids[n] > 100000 ? ids[n] : ids[n] * 10 + (unsigned)(at[digits] - '0');
+		if (digits == 0)
+			return -1;
+		at += digits;
+	}
+	if (at != end)
+		return -1;
+	long parent = gpu_by_prefix(snapshot, gpu, (size_t)(slash - gpu));
+	if (parent < 0) {
+		*stop = parent == -2 ? STOP_AMBIGUOUS : STOP_NO_DEVICE;
+		return -1;
+	}
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+
+		if (is_instance(device) && device->mig_parent == snapshot->devices[parent].index &&
+		    device->mig_gpu_instance >= 0 && device->mig_compute_instance >= 0 &&
+		    (unsigned long long)device->mig_gpu_instance == ids[0] &&
+		    (unsigned long long)device->mig_compute_instance == ids[1])
 			return (long)i;
 	}
+	*stop = STOP_NO_DEVICE;
 	return -1;
+}
+
+/* A UUID entry: the device it names, or -1 with *stop saying why not. */
+static long resolve_uuid(const struct gpurun_snapshot *snapshot, const char *text, size_t length,
+			 enum stop *stop)
+{
+	if (starts_with(text, length, "GPU-")) {
+		long found = gpu_by_prefix(snapshot, text, length);
+
+		*stop = found == -2 ? STOP_AMBIGUOUS : STOP_NO_DEVICE;
+		return found;
+	}
+	/* MIG UUIDs are matched whole: nothing says the driver takes a prefix of one. The
+	 * drivers before R470 name instances "MIG-GPU-<uuid>/<gi>/<ci>" themselves. */
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+
+		if (is_instance(device) && strlen(device->uuid) == length &&
+		    memcmp(device->uuid, text, length) == 0)
+			return (long)i;
+	}
+	if (starts_with(text, length, "MIG-GPU-"))
+		return instance_by_ids(snapshot, text, length, stop);
+	*stop = STOP_NO_DEVICE;
+	return -1;
+}
+
+/* ---- CUDA_VISIBLE_DEVICES ------------------------------------------------------------------ */
+
+static void stop_at(struct parse *parse, enum stop stop, const char *text, size_t length)
+{
+	parse->stop = stop;
+	parse->stop_text = text;
+	parse->stop_length = length;
+}
+
+static bool add_target(struct parse *parse, size_t position)
+{
+	for (size_t i = 0; i < parse->target_count; i++) {
+		if (parse->targets[i] == position) {
+			parse->duplicate = true;
+			return false;
+		}
+	}
+	parse->targets[parse->target_count++] = position;
+	return true;
+}
+
+static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *value,
+			struct parse *parse)
+{
+	for (const char *entry = value;;) {
+		size_t length = strcspn(entry, ",");
+		enum stop stop = STOP_NONE;
+		long position;
+
+		if (!starts_with(entry, length, "GPU-") && !starts_with(entry, length, "MIG-")) {
+			unsigned long long number;
+			bool negative;
+
+			stop_at(parse, read_integer(entry, length, &number, &negative)
+					       ? STOP_OTHER_KIND : STOP_INVALID, entry, length);
+			return;
+		}
+		position = resolve_uuid(snapshot, entry, length, &stop);
+		if (position < 0) {
+			stop_at(parse, stop, entry, length);
+			return;
+		}
+		if (!add_target(parse, (size_t)position))
+			return;
+		if (entry[length] == '\0')
+			return;
+		entry += length + 1;
+	}
+}
+
+/* Places the integers through the driver's answer: the devices it showed, which an integer
+ * names as a whole GPU even where the driver showed one of its MIG instances. */
+static void place_by_driver(const struct gpurun_snapshot *snapshot,
+			    const struct gpurun_cuda_order *order, struct parse *parse)
+{
+	for (size_t k = 0; k < order->count; k++) {
+		const char *hex = order->uuids[k] + 4;
+		long found = -1;
+
+		for (size_t i = 0; i < snapshot->count && found < 0; i++) {
+			const struct gpurun_device *device = &snapshot->devices[i];
+
+			if (is_nvidia(device) && strlen(device->uuid) > 4 &&
+			    strcasecmp(device->uuid + 4, hex) == 0)
+				found = (long)i;
+		}
+		if (found < 0) {
+			parse->driver_unmatched++;
+			continue;
+		}
+		if (is_instance(&snapshot->devices[found]))
+			found = physical_with_index(snapshot,
+						    (unsigned long long)snapshot->devices[found].mig_parent);
+		if (found >= 0)
+			add_target(parse, (size_t)found);
+	}
+	parse->duplicate = false;       /* the driver already applied CUDA's rules */
+}
+
+static void parse_integers(const struct gpurun_snapshot *snapshot,
+			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
+			   const char *value, size_t entry_count, struct parse *parse)
+{
+	unsigned long long *numbers = calloc(entry_count, sizeof(*numbers));
+	const char **texts = calloc(entry_count, sizeof(*texts));
+	size_t *lengths = calloc(entry_count, sizeof(*lengths));
+	size_t count = 0;
+
+	if (!numbers || !texts || !lengths)
+		goto done;
+	/* The syntax first, then the devices: a repeated index empties the list even when an
+	 * index between the two is past the last GPU (PyTorch's reading of the driver). */
+	for (const char *entry = value;;) {
+		size_t length = strcspn(entry, ",");
+		bool negative;
+
+		if (!read_integer(entry, length, &numbers[count], &negative)) {
+			stop_at(parse, starts_with(entry, length, "GPU-") ||
+					       starts_with(entry, length, "MIG-")
+					       ? STOP_OTHER_KIND : STOP_INVALID, entry, length);
+			break;
+		}
+		if (negative) {
+			stop_at(parse, STOP_NEGATIVE, entry, length);
+			break;
+		}
+		for (size_t i = 0; i < count; i++)
+			if (numbers[i] == numbers[count])
+				parse->duplicate = true;
+		if (parse->duplicate)
+			goto done;
+		texts[count] = entry;
+		lengths[count++] = length;
+		if (entry[length] == '\0')
+			break;
+		entry += length + 1;
+	}
+	if (count == 0)
+		goto done;
+
+	bool pci = inherited->cuda_device_order &&
+		   strcmp(inherited->cuda_device_order, "PCI_BUS_ID") == 0;
+	parse->order = pci ? ORDER_PCI_ASKED : ORDER_PCI_SAME_MODEL;
+	if (!pci && models_differ(snapshot)) {
+		parse->order = ORDER_PCI_GUESSED;
+		if (order && !order->asked) {
+			char *list = calloc(count, 24);
+			struct text text = { list, count * 24, 0 };
+
+			for (size_t i = 0; list && i < count; i++)
+				add(&text, "%s%llu", i ? "," : "", numbers[i]);
+			if (list)
+				gpurun_cuda_order_read(list, CUDA_ORDER_TIMEOUT_S, order);
+			else
+				snprintf(order->failure, sizeof(order->failure), "out of memory");
+			order->asked = true;
+			free(list);
+		}
+		if (order && order->answered) {
+			parse->order = ORDER_DRIVER;
+			place_by_driver(snapshot, order, parse);
+			if (parse->target_count < count)
+				stop_at(parse, STOP_NO_DEVICE, texts[parse->target_count],
+					lengths[parse->target_count]);
+			goto done;
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		long position = physical_with_index(snapshot, numbers[i]);
+
+		if (position < 0) {
+			stop_at(parse, STOP_NO_DEVICE, texts[i], lengths[i]);
+			break;
+		}
+		add_target(parse, (size_t)position);
+	}
+done:
+	free(numbers);
+	free(texts);
+	free(lengths);
+}
+
+/* Reads the value as CUDA does. parse->targets must have room for one per entry. */
+static void parse_visible(const struct gpurun_snapshot *snapshot,
+			  const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
+			  const char *value, size_t entry_count, struct parse *parse)
+{
+	parse->integers = !starts_with(value, strlen(value), "GPU-") &&
+			  !starts_with(value, strlen(value), "MIG-");
+	if (parse->integers)
+		parse_integers(snapshot, inherited, order, value, entry_count, parse);
+	else
+		parse_uuids(snapshot, value, parse);
+	if (parse->duplicate)
+		parse->target_count = 0;
+}
+
+static size_t count_entries(const char *value)
+{
+	size_t count = 1;
+
+	for (; *value; value++)
+		count += *value == ',';
+	return count;
+}
+
+/* Marks the devices a named device stands for: itself, or a MIG-enabled GPU's instances. */
+static void mark_named(const struct gpurun_snapshot *snapshot, size_t position, bool *named)
+{
+	const struct gpurun_device *device = &snapshot->devices[position];
+
+	if (!device->mig_enabled) {
+		named[position] = true;
+		return;
+	}
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (is_instance(&snapshot->devices[i]) &&
+		    snapshot->devices[i].mig_parent == device->index)
+			named[i] = true;
+}
+
+static size_t instance_count(const struct gpurun_snapshot *snapshot, int parent)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		count += is_instance(&snapshot->devices[i]) && snapshot->devices[i].mig_parent == parent;
+	return count;
+}
+
+static void describe_targets(const struct gpurun_snapshot *snapshot, const struct parse *parse,
+			     struct text *rules)
+{
+	char label[64];
+
+	if (parse->target_count == 0) {
+		add(rules, "no GPU");
+		return;
+	}
+	for (size_t i = 0; i < parse->target_count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[parse->targets[i]];
+
+		device_label(device, label, sizeof(label));
+		add(rules, "%s%s", i ? ", " : "", label);
+		if (device->mig_enabled)
+			add(rules, " (MIG enabled: its %zu instance%s)",
+			    instance_count(snapshot, device->index),
+			    instance_count(snapshot, device->index) == 1 ? "" : "s");
+	}
+}
+
+static const char *stop_reason(enum stop stop, bool integers)
+{
+	switch (stop) {
+	case STOP_INVALID:
+		return integers ? "not a number" : "not a GPU- or MIG- UUID";
+	case STOP_NEGATIVE:
+		return "negative";
+	case STOP_OTHER_KIND:
+		return integers ? "a UUID among indices" : "an index among UUIDs";
+	case STOP_NO_DEVICE:
+		return integers ? "no such GPU" : "no GPU has that UUID";
+	case STOP_AMBIGUOUS:
+		return "a prefix of several GPUs' UUIDs";
+	case STOP_NONE:
+	default:
+		return "";
+	}
+}
+
+static void describe_order(const struct parse *parse, const struct gpurun_cuda_order *order,
+			   struct text *rules)
+{
+	switch (parse->order) {
+	case ORDER_PCI_ASKED:
+		add(rules, "; indices in PCI order (CUDA_DEVICE_ORDER=PCI_BUS_ID)");
+		break;
+	case ORDER_PCI_SAME_MODEL:
+		add(rules, "; indices in PCI order (the GPUs are all one model, so CUDA's "
+			   "fastest-first order is the same)");
+		break;
+	case ORDER_DRIVER:
+		add(rules, "; indices in CUDA's order as the CUDA driver reports it (the GPUs differ "
+			   "in model and CUDA_DEVICE_ORDER is not PCI_BUS_ID)");
+		if (parse->driver_unmatched)
+			add(rules, "; %zu device%s the driver shows %s not in NVML's list",
+			    parse->driver_unmatched, parse->driver_unmatched == 1 ? "" : "s",
+			    parse->driver_unmatched == 1 ? "is" : "are");
+		break;
+	case ORDER_PCI_GUESSED:
+		add(rules, "; indices assumed in PCI order: the GPUs differ in model and "
+			   "CUDA_DEVICE_ORDER is not PCI_BUS_ID, but %s",
+		    order && order->asked ? order->failure : "the CUDA driver was not asked");
+		break;
+	}
+}
+
+/* ---- the mask ------------------------------------------------------------------------------ */
+
+static void exclude(struct gpurun_mask *mask, size_t position, enum gpurun_mask_verdict verdict)
+{
+	if (mask->verdicts[position] == GPURUN_MASK_ALLOWED)
+		mask->verdicts[position] = verdict;
+	mask->allowed[position] = false;
+}
+
+static size_t allowed_nvidia(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		count += is_nvidia(&snapshot->devices[i]) && mask->allowed[i];
+	return count;
+}
+
+/* A list of full UUIDs names GPUs in any process; indices are the host's. */
+static bool all_uuids(const char *value)
+{
+	for (const char *entry = value;;) {
+		size_t length = strcspn(entry, ",");
+
+		if (!starts_with(entry, length, "GPU-") && !starts_with(entry, length, "MIG-"))
+			return false;
+		if (entry[length] == '\0')
+			return true;
+		entry += length + 1;
+	}
+}
+
+static bool listed_exactly(const char *list, const char *uuid)
+{
+	size_t length = strlen(uuid);
+
+	for (const char *entry = list; length > 0;) {
+		size_t entry_length = strcspn(entry, ",");
+
+		if (entry_length == length && memcmp(entry, uuid, length) == 0)
+			return true;
+		if (entry[entry_length] == '\0')
+			return false;
+		entry += entry_length + 1;
+	}
+	return false;
+}
+
+/* The NVIDIA container toolkit's variable: it chose the GPUs that entered the container before
+ * gpurun ran, so only "no GPU" and UUIDs still mean something in here. */
+static void apply_container(const struct gpurun_snapshot *snapshot, const char *value,
+			    struct gpurun_mask *mask, struct text *rules, struct text *why)
+{
+	size_t before = allowed_nvidia(snapshot, mask);
+
+	if (!value)
+		return;
+	if (strcmp(value, "none") == 0 || strcmp(value, "void") == 0) {
+		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: the container was given no GPU: no GPU\n",
+		    value);
+		for (size_t i = 0; i < snapshot->count; i++)
+			if (is_nvidia(&snapshot->devices[i]))
+				exclude(mask, i, GPURUN_MASK_NO_GPU);
+		if (before > 0)
+			add(why, "NVIDIA_VISIBLE_DEVICES=%s: this container was given no GPU", value);
+		return;
+	}
+	if (value[0] == '\0' || strcmp(value, "all") == 0) {
+		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: %s\n", value,
+		    value[0] ? "every GPU of the container" : "not a GPU container; nothing to apply");
+		return;
+	}
+	if (!all_uuids(value)) {
+		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: applied by the container runtime when the "
+			   "container started (host indices; NVML numbers the GPUs it let in from 0)\n",
+		    value);
+		return;
+	}
+	add(rules, "NVIDIA_VISIBLE_DEVICES=%s: only the GPUs with those UUIDs\n", value);
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+		long parent = is_instance(device)
+			? physical_with_index(snapshot, (unsigned long long)device->mig_parent) : -1;
+
+		if (!is_nvidia(device) || listed_exactly(value, device->uuid) ||
+		    (parent >= 0 && listed_exactly(value, snapshot->devices[parent].uuid)))
+			continue;
+		exclude(mask, i, GPURUN_MASK_OUTSIDE_CONTAINER);
+	}
+	if (before > 0 && allowed_nvidia(snapshot, mask) == 0)
+		add(why, "NVIDIA_VISIBLE_DEVICES=%s names no GPU this process sees", value);
+}
+
+/* Slurm's node-global indices of the GPUs it allocated ("0,2"); false when it is not a list. */
+static bool read_slurm_list(const char *value, unsigned long long *indices, size_t *count)
+{
+	*count = 0;
+	if (value[0] == '\0')
+		return true;
+	for (const char *entry = value;;) {
+		size_t length = strcspn(entry, ",");
+		unsigned long long index = 0;
+
+		if (length == 0 || length > 9)
+			return false;
+		for (size_t i = 0; i < length; i++) {
+			if (!is_digit(entry[i]))
+				return false;
+			index = index * 10 + (unsigned)(entry[i] - '0');
+		}
+		indices[(*count)++] = index;
+		if (entry[length] == '\0')
+			return true;
+		entry += length + 1;
+	}
+}
+
+/* The allocation gpurun must never leave. Slurm's indices are node-global (gres.conf order,
+ * which is PCI order with AutoDetect=nvml or /dev/nvidiaN listed in order); with cgroup device
+ * confinement a job sees only its GPUs, renumbered from 0, and the indices cannot be compared,
+ * but then every GPU it sees is its own. */
+static void apply_slurm(const struct gpurun_snapshot *snapshot,
+			const struct gpurun_inherited *inherited, struct gpurun_mask *mask,
+			struct text *rules, struct text *why)
+{
+	const char *name = inherited->slurm_step_gpus ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS";
+	const char *value = inherited->slurm_step_gpus ? inherited->slurm_step_gpus
+						       : inherited->slurm_job_gpus;
+	const char *what = inherited->slurm_step_gpus ? "the Slurm step's GPUs" : "the Slurm job's GPUs";
+	size_t seen = physical_count(snapshot), allocated, before = allowed_nvidia(snapshot, mask);
+	unsigned long long *indices;
+
+	if (!value) {
+		if (inherited->slurm_job_id)
+			add(rules, "Slurm job %s has no GPU allocation (no SLURM_STEP_GPUS or "
+				   "SLURM_JOB_GPUS): Slurm does not manage these GPUs; not limited\n",
+			    inherited->slurm_job_id);
+		return;
+	}
+	indices = calloc(count_entries(value), sizeof(*indices));
+	if (!indices || !read_slurm_list(value, indices, &allocated)) {
+		add(rules, "%s=%s (%s) is not a list of GPU indices: no GPU, to stay inside the "
+			   "allocation\n", name, value, what);
+		for (size_t i = 0; i < snapshot->count; i++)
+			if (is_nvidia(&snapshot->devices[i]))
+				exclude(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
+		if (before > 0)
+			add(why, "%s=%s is not a list of GPU indices", name, value);
+		free(indices);
+		return;
+	}
+	if (allocated > 0 && machine_has_mig(snapshot)) {
+		add(rules, "%s=%s (%s): not applied: on a machine with MIG, Slurm numbers MIG "
+			   "instances, which it names by UUID in CUDA_VISIBLE_DEVICES\n", name, value, what);
+	} else if (allocated > 0 && seen <= allocated) {
+		add(rules, "%s=%s (%s): this process sees %zu GPU%s and %zu %s allocated: a confined "
+			   "job sees only its own GPUs (renumbered from 0), so every GPU seen is in the "
+			   "allocation\n", name, value, what, seen, seen == 1 ? "" : "s", allocated,
+		    allocated == 1 ? "is" : "are");
+	} else {
+		add(rules, "%s=%s (%s, node indices): ", name, value, what);
+		for (size_t i = 0; i < allocated; i++)
+			add(rules, "%sGPU %llu", i ? ", " : "", indices[i]);
+		add(rules, "%s\n", allocated ? "" : "no GPU");
+		for (size_t i = 0; i < snapshot->count; i++) {
+			const struct gpurun_device *device = &snapshot->devices[i];
+			int gpu = is_instance(device) ? device->mig_parent : device->index;
+			bool in = false;
+
+			if (!is_nvidia(device))
+				continue;
+			for (size_t k = 0; k < allocated && !in; k++)
+				in = gpu >= 0 && indices[k] == (unsigned long long)gpu;
+			if (!in)
+				exclude(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
+		}
+		if (before > 0 && allowed_nvidia(snapshot, mask) == 0)
+			add(why, "%s=%s: the Slurm allocation holds no GPU this process sees", name,
+			    value);
+	}
+	free(indices);
+}
+
+static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
+			       const struct gpurun_inherited *inherited,
+			       struct gpurun_cuda_order *order, struct gpurun_mask *mask,
+			       struct text *rules, struct text *why, struct text *warning)
+{
+	const char *value = inherited->cuda_visible_devices;
+	size_t before = allowed_nvidia(snapshot, mask);
+	struct parse parse = { 0 };
+	bool *named;
+
+	if (!value) {
+		add(rules, "CUDA_VISIBLE_DEVICES is not set: every GPU\n");
+		return;
+	}
+	if (value[0] == '\0') {
+		add(rules, "CUDA_VISIBLE_DEVICES is empty: CUDA shows no GPU\n");
+		for (size_t i = 0; i < snapshot->count; i++)
+			if (is_nvidia(&snapshot->devices[i]))
+				exclude(mask, i, GPURUN_MASK_NOT_VISIBLE);
+		if (before > 0)
+			add(why, "CUDA_VISIBLE_DEVICES is empty, which gives a program no GPU");
+		return;
+	}
+	parse.targets = calloc(count_entries(value), sizeof(*parse.targets));
+	named = calloc(snapshot->count ? snapshot->count : 1, sizeof(*named));
+	if (parse.targets && named)
+		parse_visible(snapshot, inherited, order, value, count_entries(value), &parse);
+
+	add(rules, "CUDA_VISIBLE_DEVICES=%s (inherited): ", value);
+	if (parse.duplicate)
+		add(rules, "a GPU is named twice, and CUDA then shows no GPU");
+	else
+		describe_targets(snapshot, &parse, rules);
+	if (parse.stop != STOP_NONE && !parse.duplicate)
+		add(rules, "; the list ends at '%.*s' (%s): CUDA ignores it and all after it",
+		    (int)parse.stop_length, parse.stop_text, stop_reason(parse.stop, parse.integers));
+	if (parse.integers && !parse.duplicate && (parse.target_count > 0 ||
+						   parse.stop == STOP_NO_DEVICE))
+		describe_order(&parse, order, rules);
+	add(rules, "\n");
+	if (parse.order == ORDER_PCI_GUESSED && parse.target_count > 0)
+		add(warning, "CUDA_VISIBLE_DEVICES=%s: the GPUs differ in model and CUDA_DEVICE_ORDER "
+			     "is not PCI_BUS_ID, so CUDA may number them fastest first, and %s; "
+			     "reading the indices in PCI order (as nvidia-smi numbers GPUs). Set "
+			     "CUDA_DEVICE_ORDER=PCI_BUS_ID or use UUIDs to be sure", value,
+		    order && order->asked ? order->failure : "the CUDA driver was not asked");
+
+	for (size_t i = 0; i < parse.target_count; i++)
+		mark_named(snapshot, parse.targets[i], named);
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (is_nvidia(&snapshot->devices[i]) && !(named && named[i]))
+			exclude(mask, i, GPURUN_MASK_NOT_VISIBLE);
+	if (before > 0 && allowed_nvidia(snapshot, mask) == 0) {
+		if (parse.duplicate)
+			add(why, "CUDA_VISIBLE_DEVICES=%s names a GPU twice, and CUDA then shows no GPU",
+			    value);
+		else if (parse.target_count == 0)
+			add(why, "CUDA_VISIBLE_DEVICES=%s names no GPU: CUDA stops at its first entry "
+				 "'%.*s' (%s)", value, (int)parse.stop_length, parse.stop_text,
+			    stop_reason(parse.stop, parse.integers));
+		else
+			add(why, "CUDA_VISIBLE_DEVICES=%s and the allocation above have no GPU in "
+				 "common", value);
+	}
+	free(parse.targets);
+	free(named);
+}
+
+void gpurun_inherited_read(struct gpurun_inherited *inherited)
+{
+	inherited->cuda_visible_devices = getenv("CUDA_VISIBLE_DEVICES");
+	inherited->cuda_device_order = getenv("CUDA_DEVICE_ORDER");
+	inherited->slurm_step_gpus = getenv("SLURM_STEP_GPUS");
+	inherited->slurm_job_gpus = getenv("SLURM_JOB_GPUS");
+	inherited->slurm_job_id = getenv("SLURM_JOB_ID");
+	inherited->nvidia_visible_devices = getenv("NVIDIA_VISIBLE_DEVICES");
+}
+
+void gpurun_mask_free(struct gpurun_mask *mask)
+{
+	free(mask->allowed);
+	free(mask->verdicts);
+	memset(mask, 0, sizeof(*mask));
+}
+
+int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
+		      const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
+		      struct gpurun_mask *mask, struct gpurun_error *err)
+{
+	size_t room = snapshot->count ? snapshot->count : 1;
+	struct text rules, why, warning;
+	size_t selectable = 0;
+
+	gpurun_mask_free(mask);
+	mask->allowed = calloc(room, sizeof(*mask->allowed));
+	mask->verdicts = calloc(room, sizeof(*mask->verdicts));
+	if (!mask->allowed || !mask->verdicts) {
+		gpurun_mask_free(mask);
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+	}
+	mask->count = snapshot->count;
+	rules = (struct text){ mask->rules, sizeof(mask->rules), 0 };
+	why = (struct text){ mask->nothing_allowed, sizeof(mask->nothing_allowed), 0 };
+	warning = (struct text){ mask->warning, sizeof(mask->warning), 0 };
+	for (size_t i = 0; i < snapshot->count; i++) {
+		bool parent = is_physical(&snapshot->devices[i]) && snapshot->devices[i].mig_enabled;
+
+		mask->allowed[i] = !parent;
+		mask->verdicts[i] = parent ? GPURUN_MASK_MIG_ENABLED : GPURUN_MASK_ALLOWED;
+		selectable += is_nvidia(&snapshot->devices[i]) && !parent;
+	}
+
+	/* Every variable is described, also after one of them has left nothing. */
+	apply_container(snapshot, inherited->nvidia_visible_devices, mask, &rules, &why);
+	apply_slurm(snapshot, inherited, mask, &rules, &why);
+	apply_cuda_visible(snapshot, inherited, order, mask, &rules, &why, &warning);
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		mask->allowed_count += mask->allowed[i];
+	/* Only a variable can make a machine with GPUs empty; no GPU at all is no one's rule. */
+	if (mask->allowed_count > 0 || selectable == 0)
+		mask->nothing_allowed[0] = '\0';
+	return 0;
+}
+
+const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict)
+{
+	switch (verdict) {
+	case GPURUN_MASK_ALLOWED:
+		return "allowed";
+	case GPURUN_MASK_NO_GPU:
+		return "no GPU allowed (NVIDIA_VISIBLE_DEVICES)";
+	case GPURUN_MASK_OUTSIDE_CONTAINER:
+		return "not given to this container (NVIDIA_VISIBLE_DEVICES)";
+	case GPURUN_MASK_OUTSIDE_SLURM:
+		return "outside the Slurm allocation";
+	case GPURUN_MASK_NOT_VISIBLE:
+		return "not named by CUDA_VISIBLE_DEVICES";
+	case GPURUN_MASK_MIG_ENABLED:
+		return "MIG enabled: its MIG instances are chosen instead";
+	}
+	return "unknown";
 }
 
 int gpurun_visible_mask(const struct gpurun_snapshot *snapshot, const char *cuda_visible_devices,
 			bool *allowed, struct gpurun_error *err)
 {
-	const char *text = cuda_visible_devices;
+	struct gpurun_inherited inherited = { .cuda_visible_devices = cuda_visible_devices,
+					      .cuda_device_order = "PCI_BUS_ID" };
+	struct gpurun_mask mask = { 0 };
+	int status = gpurun_mask_apply(snapshot, &inherited, NULL, &mask, err);
 
-	for (size_t i = 0; i < snapshot->count; i++)
-		allowed[i] = text == NULL;
-	if (text == NULL || text[0] == '\0')
-		return 0;
+	if (status == 0 && snapshot->count > 0)
+		memcpy(allowed, mask.allowed, snapshot->count * sizeof(*allowed));
+	gpurun_mask_free(&mask);
+	return status;
+}
 
-	for (;;) {
-		size_t length = strcspn(text, ",");
-		struct entry entry = classify(text, length);
-		long position;
+size_t gpurun_visible_whole_first(const struct gpurun_snapshot *snapshot, size_t *candidates,
+				  size_t count)
+{
+	size_t whole = 0;
 
-		if (entry.kind == ENTRY_NOT_UNDERSTOOD)
-			return gpurun_fail(err, GPURUN_EXIT_USAGE,
-					   "CUDA_VISIBLE_DEVICES='%s': only indices and full GPU UUIDs are understood, not '%.*s'",
-					   cuda_visible_devices, (int)length, text);
-		position = entry.kind == ENTRY_INVALID ? -1 : resolve(snapshot, &entry);
-		if (position < 0)
-			return 0;
-		allowed[position] = true;
-		if (text[length] == '\0')
-			return 0;
-		text += length + 1;
+	/* Insertion by rotation keeps both groups in order without scratch memory. */
+	for (size_t i = 0; i < count; i++) {
+		size_t item = candidates[i];
+
+		if (is_instance(&snapshot->devices[item]))
+			continue;
+		memmove(candidates + whole + 1, candidates + whole, (i - whole) * sizeof(*candidates));
+		candidates[whole++] = item;
 	}
+	return whole;
 }

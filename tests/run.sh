@@ -34,7 +34,8 @@ run_suite() { # $1: name; rest: command
 }
 
 for unit in "$@"; do
-	run_suite "unit/$(basename "$unit")" env CMOCKA_MESSAGE_OUTPUT=TAP "$unit"
+	# UNIT_UNDER: a command prefix for the unit tests (`make VALGRIND=1 check`: memcheck).
+	run_suite "unit/$(basename "$unit")" env CMOCKA_MESSAGE_OUTPUT=TAP ${UNIT_UNDER:-} "$unit"
 done
 for script in tests/integration/*_test.sh; do
 	run_suite "integration/$(basename "$script" .sh)" bash "$script"

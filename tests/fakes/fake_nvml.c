@@ -91,6 +91,13 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t devic
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
 								 unsigned *count,
 								 nvmlProcessInfo_v2_t *infos);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned *current,
+					      unsigned *pending);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned *count);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned index,
+							     nvmlDevice_t *mig);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned *id);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned *id);
 #endif
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -136,6 +143,14 @@ static nvmlReturn_t init(void)
 			next.gpus = machine.gpus;
 			machine.gpus = NULL;
 		}
+		if (init_count && next.instance_total == machine.instance_total &&
+		    next.instance_total) {
+			memcpy(machine.instances, next.instances,
+			       next.instance_total * sizeof(*next.instances));
+			free(next.instances);
+			next.instances = machine.instances;
+			machine.instances = NULL;
+		}
 		fixture_free(&machine);
 		machine = next;
 		__atomic_add_fetch(&init_count, 1, __ATOMIC_RELEASE);
@@ -146,14 +161,21 @@ static nvmlReturn_t init(void)
 
 /* What every per-device call checks first: NVML is up, the handle is one of ours, there is
  * somewhere to write the answer. */
+static bool in_array(nvmlDevice_t device, const struct fixture_gpu *array, size_t count)
+{
+	uintptr_t at = (uintptr_t)device, first = (uintptr_t)array;
+
+	return array && at >= first && at < first + count * sizeof(*array) &&
+	       (at - first) % sizeof(*array) == 0;
+}
+
+/* A GPU's handle, or a MIG instance's (which every per-device call takes too). */
 static nvmlReturn_t check_handle(nvmlDevice_t device, const void *out)
 {
-	uintptr_t at = (uintptr_t)device, first = (uintptr_t)machine.gpus;
-
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
-	if (at < first || at >= first + machine.gpu_count * sizeof(*machine.gpus)
-	    || (at - first) % sizeof(*machine.gpus))
+	if (!in_array(device, machine.gpus, machine.gpu_count) &&
+	    !in_array(device, machine.instances, machine.instance_total))
 		return NVML_ERROR_INVALID_ARGUMENT;
 	return out ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
@@ -427,7 +449,9 @@ static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned *count, void *i
 
 	if (status)
 		return status;
-	need = (unsigned)device->process_count + (device->has_race && device->list_calls > 0);
+	unsigned listed = (unsigned)device->process_count +
+			  (device->has_race && device->list_calls > 0);
+	need = listed + device->growth * device->list_calls;
 	__atomic_add_fetch(&device->list_calls, 1, __ATOMIC_RELAXED);
 	if (*count < need) {
 		*count = need;
@@ -436,8 +460,11 @@ static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned *count, void *i
 	if (need && !infos)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	for (unsigned i = 0; i < need; i++) {
+		/* `process_growth` processes: pids from 900000, 1 MiB each. */
+		struct fixture_process grown = { 900000 + i - listed, 1 };
+
 		process = i < device->process_count ? &machine.processes[device->first_process + i]
-						    : &device->race;
+			: i < listed ? &device->race : &grown;
 		if (version_2) {
 			nvmlProcessInfo_v2_t *info = (nvmlProcessInfo_v2_t *)infos + i;
 
@@ -466,6 +493,87 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsign
 						     nvmlProcessInfo_v2_t *infos)
 {
 	return list_processes(device, count, infos, true);
+}
+
+/* ---- MIG ---------------------------------------------------------------------------------- */
+
+/* A GPU without MIG support answers NOT_SUPPORTED; a MIG instance is not a GPU to ask. */
+static nvmlReturn_t check_mig_gpu(nvmlDevice_t device, const void *out)
+{
+	nvmlReturn_t status = check_handle(device, out);
+
+	if (status)
+		return status;
+	if (device->mig_parent >= 0)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (device->lost)
+		return NVML_ERROR_GPU_IS_LOST;
+	return device->mig_mode < 0 ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned *current, unsigned *pending)
+{
+	nvmlReturn_t status = check_mig_gpu(device, current);
+
+	if (status == NVML_SUCCESS && !pending)
+		status = NVML_ERROR_INVALID_ARGUMENT;
+	if (status)
+		return status;
+	*current = *pending = (unsigned)device->mig_mode;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned *count)
+{
+	nvmlReturn_t status = check_mig_gpu(device, count);
+
+	if (status)
+		return status;
+	*count = device->mig_max;
+	return NVML_SUCCESS;
+}
+
+/* An index past the maximum is INVALID_ARGUMENT; a free slot below it is NOT_FOUND. */
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned index,
+						 nvmlDevice_t *mig)
+{
+	nvmlReturn_t status = check_mig_gpu(device, mig);
+
+	if (status)
+		return status;
+	if (device->mig_mode != 1 || index >= device->mig_max)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	for (size_t i = 0; i < device->instance_count; i++) {
+		struct fixture_gpu *instance = &machine.instances[device->first_instance + i];
+
+		if (instance->mig_slot == index) {
+			*mig = instance;
+			return NVML_SUCCESS;
+		}
+	}
+	return NVML_ERROR_NOT_FOUND;
+}
+
+static nvmlReturn_t instance_id(nvmlDevice_t device, unsigned *id, bool compute)
+{
+	nvmlReturn_t status = check_handle(device, id);
+
+	if (status)
+		return status;
+	if (device->mig_parent < 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*id = compute ? device->compute_instance_id : device->gpu_instance_id;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned *id)
+{
+	return instance_id(device, id, false);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned *id)
+{
+	return instance_id(device, id, true);
 }
 
 #endif

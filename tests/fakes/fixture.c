@@ -101,7 +101,8 @@ struct parser {
 	size_t why_size;
 	size_t gpu_capacity;
 	size_t process_capacity;
-	struct fixture_gpu *current;    /* the GPU that per-GPU directives apply to */
+	struct fixture_gpu *current;    /* the GPU (or MIG instance) per-GPU directives apply to */
+	size_t instance_capacity;
 	unsigned *order;                /* `cuda_order` as written */
 	size_t order_count;
 };
@@ -196,6 +197,8 @@ static struct fixture_gpu *add_gpu(struct parser *p)
 	gpu->temperature = 30;
 	gpu->power_mw = 60000;
 	gpu->first_process = f->process_total;
+	gpu->mig_mode = -1;
+	gpu->mig_parent = -1;
 	return gpu;
 }
 
@@ -364,6 +367,115 @@ static int parse_machine_directive(struct parser *p, const char *directive, char
 	return 0;
 }
 
+/* A MIG instance of the current GPU (the last `gpu`), in the next free slot or the one given.
+ * Its defaults: a UUID spelling "MIG" and its GPU and slot, its GPU's name with " MIG", serial
+ * and PCI id, 10 GiB, GPU instance id slot + 1, compute instance id 0, and no utilization,
+ * temperature or power, which NVML reports only for whole GPUs. */
+static int add_instance(struct parser *p, char *rest)
+{
+	struct fixture *f = p->fixture;
+	struct fixture_gpu *parent, *instance;
+	unsigned long long slot = 0;
+	size_t parent_index;
+
+	if (!p->current)
+		return fail(p, "'mig_instance' needs a gpu before it");
+	parent = p->current->mig_parent >= 0 ? &f->gpus[p->current->mig_parent] : p->current;
+	parent_index = (size_t)(parent - f->gpus);
+	if (parent->mig_mode != 1)
+		return fail(p, "'mig_instance' needs 'mig on' on its gpu first");
+	if (*rest && parse_unsigned(rest, 1000, &slot))
+		return fail(p, "expected: mig_instance [SLOT]");
+	for (size_t i = 0; i < parent->instance_count; i++) {
+		unsigned taken = f->instances[parent->first_instance + i].mig_slot;
+
+		if (!*rest && taken >= slot)
+			slot = taken + 1;
+		else if (*rest && taken == slot)
+			return fail(p, "mig_instance: slot %llu is taken", slot);
+	}
+	if (slot >= parent->mig_max)
+		return fail(p, "mig_instance: slot %llu is not below mig_max %u", slot, parent->mig_max);
+	if (f->instance_total == p->instance_capacity) {
+		size_t capacity = p->instance_capacity ? 2 * p->instance_capacity : 16;
+		struct fixture_gpu *grown = realloc(f->instances, capacity * sizeof(*grown));
+
+		if (!grown)
+			return fail(p, "out of memory");
+		f->instances = grown;
+		p->instance_capacity = capacity;
+	}
+	if (parent->instance_count == 0)
+		parent->first_instance = f->instance_total;
+	instance = &f->instances[f->instance_total++];
+	memset(instance, 0, sizeof(*instance));
+	memcpy(instance->serial, parent->serial, sizeof(instance->serial));
+	memcpy(instance->bus_id, parent->bus_id, sizeof(instance->bus_id));
+	memcpy(instance->bus_id_legacy, parent->bus_id_legacy, sizeof(instance->bus_id_legacy));
+	instance->domain = parent->domain;
+	instance->bus = parent->bus;
+	instance->device = parent->device;
+	instance->temperature = parent->temperature;
+	instance->power_mw = parent->power_mw;
+	instance->mig_mode = -1;
+	instance->mig_parent = (long)parent_index;
+	instance->mig_slot = (unsigned)slot;
+	instance->gpu_instance_id = (unsigned)slot + 1;
+	instance->compute_instance_id = 0;
+	snprintf(instance->uuid, sizeof(instance->uuid), "MIG-00000000-0000-4d49-47%02x-%012zx",
+		 (unsigned)slot, parent_index);
+	snprintf(instance->name, sizeof(instance->name), "%.90s MIG", parent->name);
+	instance->memory_total = 10240;
+	instance->errors[FIELD_UTILIZATION] = NVML_ERROR_NOT_SUPPORTED;
+	instance->errors[FIELD_TEMPERATURE] = NVML_ERROR_NOT_SUPPORTED;
+	instance->errors[FIELD_POWER] = NVML_ERROR_NOT_SUPPORTED;
+	instance->first_process = f->process_total;
+	parent->instance_count++;
+	p->current = instance;
+	return 0;
+}
+
+/* `mig`, `mig_max`, `mig_instance`, `instance_ids`. */
+static int parse_mig_directive(struct parser *p, const char *directive, char *rest, bool *handled)
+{
+	struct fixture_gpu *gpu = p->current;
+	unsigned long long value, other;
+	char *word;
+
+	*handled = true;
+	if (strcmp(directive, "mig_instance") == 0)
+		return add_instance(p, rest);
+	if (strcmp(directive, "mig") == 0 || strcmp(directive, "mig_max") == 0) {
+		if (!gpu || gpu->mig_parent >= 0)
+			return fail(p, "'%s' needs a gpu (not a mig_instance) before it", directive);
+		if (strcmp(directive, "mig_max") == 0) {
+			if (parse_unsigned(rest, 1000, &value))
+				return fail(p, "expected: mig_max N");
+			gpu->mig_max = (unsigned)value;
+			return 0;
+		}
+		if (strcmp(rest, "on") != 0 && strcmp(rest, "off") != 0)
+			return fail(p, "expected: mig on|off");
+		gpu->mig_mode = strcmp(rest, "on") == 0;
+		if (!gpu->mig_max)
+			gpu->mig_max = 7;
+		return 0;
+	}
+	if (strcmp(directive, "instance_ids") == 0) {
+		if (!gpu || gpu->mig_parent < 0)
+			return fail(p, "'instance_ids' needs a mig_instance before it");
+		word = next_word(&rest);
+		if (!word || parse_unsigned(word, 1u << 20, &value) || !(word = next_word(&rest)) ||
+		    parse_unsigned(word, 1u << 20, &other) || next_word(&rest))
+			return fail(p, "expected: instance_ids GI CI");
+		gpu->gpu_instance_id = (unsigned)value;
+		gpu->compute_instance_id = (unsigned)other;
+		return 0;
+	}
+	*handled = false;
+	return 0;
+}
+
 static int parse_gpu_directive(struct parser *p, const char *directive, char *rest)
 {
 	struct fixture_gpu *gpu = p->current;
@@ -433,6 +545,14 @@ static int parse_gpu_directive(struct parser *p, const char *directive, char *re
 		return add_process(p, rest, false);
 	if (strcmp(directive, "process_race") == 0)
 		return add_process(p, rest, true);
+	if (strcmp(directive, "process_growth") == 0) {
+		unsigned long long growth;
+
+		if (parse_unsigned(rest, 100000, &growth))
+			return fail(p, "expected: process_growth N");
+		gpu->growth = (unsigned)growth;
+		return 0;
+	}
 	if (strcmp(directive, "lost") == 0) {
 		if (*rest)
 			return fail(p, "lost takes no value");
@@ -464,6 +584,8 @@ static int parse_line(struct parser *p, char *line)
 	while (*rest == ' ' || *rest == '\t')
 		rest++;
 	status = parse_machine_directive(p, directive, rest, &handled);
+	if (!handled)
+		status = parse_mig_directive(p, directive, rest, &handled);
 	return handled ? status : parse_gpu_directive(p, directive, rest);
 }
 
@@ -480,6 +602,16 @@ static int finish(struct parser *p)
 
 		if (gpu->memory_used + gpu->memory_reserved > gpu->memory_total)
 			return fail(p, "gpu %zu: memory used + reserved exceeds the total", i);
+		/* NVML has no utilization for a MIG-enabled GPU, only for whole ones. */
+		if (gpu->mig_mode == 1 && !f->gpus[i].errors[FIELD_UTILIZATION])
+			f->gpus[i].errors[FIELD_UTILIZATION] = NVML_ERROR_NOT_SUPPORTED;
+	}
+	for (size_t i = 0; i < f->instance_total; i++) {
+		const struct fixture_gpu *instance = &f->instances[i];
+
+		if (instance->memory_used + instance->memory_reserved > instance->memory_total)
+			return fail(p, "gpu %ld: a MIG instance's memory used exceeds its total",
+				    instance->mig_parent);
 	}
 
 	f->cuda_order = malloc((f->gpu_count + 1) * sizeof(*f->cuda_order));
@@ -584,5 +716,6 @@ void fixture_free(struct fixture *fixture)
 	free(fixture->gpus);
 	free(fixture->processes);
 	free(fixture->cuda_order);
+	free(fixture->instances);
 	memset(fixture, 0, sizeof(*fixture));
 }

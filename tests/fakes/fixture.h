@@ -71,7 +71,17 @@ struct fixture_gpu {
 	/* `process_race`: one more process that appears once the list has been asked for. */
 	bool has_race;
 	struct fixture_process race;
+	/* `process_growth N`: N more processes at every process-list call after the first. */
+	unsigned growth;
 	unsigned list_calls;            /* process-list calls since the fixture was loaded */
+	/* MIG. A GPU: its mode and instances. An instance is a fixture_gpu too, in
+	 * fixture.instances, so every per-GPU directive and call works on it unchanged. */
+	int mig_mode;                   /* -1: no MIG support (NOT_SUPPORTED), 0: off, 1: on */
+	unsigned mig_max;               /* nvmlDeviceGetMaxMigDeviceCount */
+	size_t first_instance, instance_count;  /* into fixture.instances */
+	long mig_parent;                /* an instance's GPU (its index); -1 for a GPU */
+	unsigned mig_slot;              /* an instance's nvmlDeviceGetMigDeviceHandleByIndex index */
+	unsigned gpu_instance_id, compute_instance_id;
 };
 
 struct fixture {
@@ -89,6 +99,8 @@ struct fixture {
 	struct fixture_process *processes;
 	size_t process_total;
 	unsigned *cuda_order;           /* physical indices, fastest first; gpu_count entries */
+	struct fixture_gpu *instances;  /* MIG instances, each GPU's together */
+	size_t instance_total;
 };
 
 /* Reads and parses the fixture file. Returns 0, or -1 when the file cannot be read (errno

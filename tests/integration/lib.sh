@@ -2,8 +2,19 @@
 # scratch directory, and TAP assertions (ok / not ok / # SKIP) that tests/run.sh counts.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=$ROOT/build
+# GPURUN_BUILD: another build tree (`make SANITIZE=1 check` uses build-asan).
+BUILD=${GPURUN_BUILD:-$ROOT/build}
 GPURUN=$BUILD/gpurun
+# GPURUN_UNDER: a command prefix every gpurun the tests start runs under (`make VALGRIND=1
+# check`: memcheck). $GPURUN is then a script that execs it, so the PID, the exit status and
+# stderr are still gpurun's own, plus whatever the tool reports.
+if [ -n "${GPURUN_UNDER:-}" ]; then
+	mkdir -p "$BUILD/under"
+	printf '#!/bin/sh\nexec %s %q "$@"\n' "$GPURUN_UNDER" "$GPURUN" >"$BUILD/under/gpurun.$$"
+	chmod 755 "$BUILD/under/gpurun.$$"
+	mv -f "$BUILD/under/gpurun.$$" "$BUILD/under/gpurun"
+	GPURUN=$BUILD/under/gpurun
+fi
 FAKES=$BUILD/fakes
 FIXTURES=$ROOT/tests/fixtures
 EXPECTED=$ROOT/tests/integration/expected
@@ -13,10 +24,15 @@ trap 'rm -rf "$SCRATCH"' EXIT
 # Every test runs against the fakes only, with its own lock directory, and never sees the
 # caller's GPU environment.
 unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER NVIDIA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES \
-	HIP_VISIBLE_DEVICES GPU_DEVICE_ORDINAL SLURM_JOB_GPUS SLURM_STEP_GPUS GPURUN_OPTIONS LD_PRELOAD
+	HIP_VISIBLE_DEVICES GPU_DEVICE_ORDINAL SLURM_JOB_GPUS SLURM_STEP_GPUS GPURUN_OPTIONS LD_PRELOAD \
+	SLURM_JOB_ID GPURUN_FAKE_CUDA_RECORD
 export GPURUN_NVML_LIB=$FAKES/libnvidia-ml.so.1
 export GPURUN_NVIDIA_SMI=$FAKES/nvidia-smi
+# The fake driver answers from the same fixture, so CUDA's order matches the simulated machine.
+export GPURUN_CUDA_LIB=$FAKES/libcuda.so.1
 export GPURUN_LOCK_DIR=$SCRATCH/locks
+# No AMD GPU and no /proc to look processes up in, unless a test points at a fixture tree.
+export GPURUN_SYSFS_ROOT=$SCRATCH/no-machine
 
 TEST_NUMBER=0
 
@@ -86,3 +102,12 @@ check() {
 start_clock() { CLOCK_START=$EPOCHREALTIME; }
 elapsed() { awk -v a="$CLOCK_START" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x < hi) }'; }
+
+# timing_test NAME: false (and the test is skipped, saying why) when gpurun runs under a tool
+# that slows it down, where a check of how long something took would measure the tool.
+timing_test() {
+	if [ -n "${GPURUN_UNDER:-}" ]; then
+		skip "$1" "timing is not gpurun's under GPURUN_UNDER (${GPURUN_UNDER%% *})"
+		return 1
+	fi
+}

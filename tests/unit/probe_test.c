@@ -67,6 +67,8 @@ static int start_group(void **state)
 		return -1;
 	snprintf(fixture_path, sizeof(fixture_path), "%s/fixture", scratch);
 	setenv("GPURUN_FAKE_FIXTURE", fixture_path, 1);
+	/* The machine's own AMD GPUs, if any, must not join the snapshots. */
+	setenv("GPURUN_SYSFS_ROOT", scratch, 1);
 	return 0;
 }
 

@@ -575,6 +575,97 @@ static void json_is_valid(void **state)
 	gpurun_snapshot_free(&snapshot);
 }
 
+/* ---- what GPUtil has no column for: --wide and --processes ------------------------------ */
+
+static char *table_with(const struct gpurun_snapshot *snapshot, bool all, bool wide,
+			bool processes)
+{
+	struct gpurun_table_options options = { .all = all, .wide = wide, .processes = processes };
+	char *text = NULL;
+	size_t length = 0;
+	FILE *out = open_memstream(&text, &length);
+
+	assert_non_null(out);
+	assert_int_equal(gpurun_report_table_with(out, snapshot, &options), 0);
+	assert_int_equal(fclose(out), 0);
+	return text;
+}
+
+static void table_without_options_is_gputil(void **state)
+{
+	struct gpurun_snapshot snapshot;
+	char *text;
+
+	(void)state;
+	snapshot_of(&snapshot, ROWS(typical_rows));
+	add_process(&snapshot.devices[0], 4242, 1000, "alice", "python x.py");
+	text = table_with(&snapshot, false, false, false);
+	assert_string_equal(text, typical_table);
+	free(text);
+	text = table_with(&snapshot, true, false, false);
+	assert_string_equal(text, typical_table_all);
+	free(text);
+	gpurun_snapshot_free(&snapshot);
+}
+
+static void table_wide_columns(void **state)
+{
+	struct gpurun_snapshot snapshot;
+	char *text;
+
+	(void)state;
+	snapshot_of(&snapshot, ROWS(typical_rows));
+	snprintf(snapshot.devices[0].pci_bus_id, GPURUN_BUS_ID_SIZE, "00000000:07:00.0");
+	snapshot.devices[0].power_draw = 312.45;
+	snapshot.devices[3].vendor = GPURUN_VENDOR_AMD;
+	snprintf(snapshot.devices[3].pci_bus_id, GPURUN_BUS_ID_SIZE, "0000:c1:00.0");
+	snapshot.devices[3].power_draw = 1043.5;
+	text = table_with(&snapshot, false, true, false);
+	assert_string_equal(text,
+		"| ID | GPU  | MEM  || Vendor | PCI bus id       | Power |\n"
+		"---------------------------------------------------------\n"
+		"|  0 |  29% |   6% || NVIDIA | 00000000:07:00.0 |  312W |\n"
+		"|  1 | 100% | 100% || NVIDIA | [N/A]            |  nanW |\n"
+		"|  2 |   0% |   0% || NVIDIA | [N/A]            |  nanW |\n"
+		"|  3 |   7% |  74% || AMD    | 0000:c1:00.0     | 1044W |\n");
+	free(text);
+	text = table_with(&snapshot, true, true, false);
+	assert_non_null(strstr(text, "| Display active || Vendor | PCI bus id       | Power |\n"));
+	free(text);
+	gpurun_snapshot_free(&snapshot);
+}
+
+static void table_processes_under_each_row(void **state)
+{
+	struct gpurun_snapshot snapshot;
+	char *text;
+
+	(void)state;
+	use_time_zone("UTC");
+	snapshot_of(&snapshot, ROWS(typical_rows));
+	add_process(&snapshot.devices[0], 4242, 1000, "alice", "python train.py --lr 3e-4");
+	add_process(&snapshot.devices[0], 123456, NAN, "", "");
+	add_process(&snapshot.devices[1], 77, 16000, "bob", "a\tb");
+	snapshot.devices[2].processes_known = true;
+	hold(&snapshot.devices[1], 4240, 1000, "alice", "node1", "python train.py --epochs 3");
+	text = table_with(&snapshot, false, false, true);
+	assert_string_equal(text,
+		"| ID | GPU  | MEM  |\n"
+		"--------------------\n"
+		"|  0 |  29% |   6% |\n"
+		"      4242  alice   1000 MiB  python train.py --lr 3e-4\n"
+		"    123456  ?          ? MiB  ?\n"
+		"|  1 | 100% | 100% |\n"
+		"        77  bob    16000 MiB  a?b\n"
+		"    leased by pid 4240 (alice@node1) since 2023-11-14 22:13:20: python train.py --epochs 3\n"
+		"|  2 |   0% |   0% |\n"
+		"    no processes\n"
+		"|  3 |   7% |  74% |\n"
+		"    processes unknown\n");
+	free(text);
+	gpurun_snapshot_free(&snapshot);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -594,6 +685,9 @@ int main(void)
 		cmocka_unit_test(json_zero_devices),
 		cmocka_unit_test(json_query_time),
 		cmocka_unit_test(json_is_valid),
+		cmocka_unit_test(table_without_options_is_gputil),
+		cmocka_unit_test(table_wide_columns),
+		cmocka_unit_test(table_processes_under_each_row),
 	};
 
 	use_time_zone("UTC");

@@ -457,7 +457,7 @@ static void source_unknown_is_an_error(void **state)
 {
 	(void)state;
 	assert_usage(PARSE("--source", "smi", "true"),
-		     "--source: 'smi' is not one of auto, nvml, nvidia-smi");
+		     "--source: 'smi' is not one of auto, nvml, nvidia-smi, amdgpu");
 }
 
 static void source_names(void **state)
@@ -466,6 +466,7 @@ static void source_names(void **state)
 	assert_string_equal(gpurun_source_name(GPURUN_SOURCE_AUTO), "auto");
 	assert_string_equal(gpurun_source_name(GPURUN_SOURCE_NVML), "nvml");
 	assert_string_equal(gpurun_source_name(GPURUN_SOURCE_SMI), "nvidia-smi");
+	assert_string_equal(gpurun_source_name(GPURUN_SOURCE_AMDGPU), "amdgpu");
 	assert_string_equal(gpurun_source_name((enum gpurun_source)99), "unknown");
 	assert_string_equal(gpurun_order_name((enum gpurun_order)99), "unknown");
 }
@@ -835,6 +836,75 @@ static void string_empty_quotes_are_an_empty_value(void **state)
 	assert_usage_naming(parse_string("--lock-dir ''"), "--lock-dir: the path is empty");
 }
 
+/* ---- processes, watch, vendors (issue 6) ------------------------------------------------- */
+
+static void show_processes_wide(void **state)
+{
+	(void)state;
+	assert_parsed(PARSE("--show", "--processes", "--wide"));
+	assert_true(request.processes);
+	assert_true(request.wide);
+	assert_true(request.watch_s == 0);
+}
+
+static void processes_and_wide_need_show(void **state)
+{
+	(void)state;
+	assert_usage(PARSE("--processes", "true"), "--processes needs --show");
+	assert_usage(PARSE("--print", "--wide"), "--wide needs --show");
+}
+
+static void watch_interval_is_optional(void **state)
+{
+	(void)state;
+	assert_parsed(PARSE("--show", "--watch"));
+	assert_true(request.watch_s == 2);
+	assert_parsed(PARSE("--show", "--watch", "0.5"));
+	assert_true(request.watch_s == 0.5);
+	assert_parsed(PARSE("--watch", "1m", "--show"));
+	assert_true(request.watch_s == 60);
+	assert_parsed(PARSE("--show", "--watch=3"));
+	assert_true(request.watch_s == 3);
+	assert_parsed(PARSE("--show", "--watch", "--json"));
+	assert_true(request.watch_s == 2);
+	assert_true(request.json);
+}
+
+static void watch_bad_values(void **state)
+{
+	(void)state;
+	assert_usage_naming(PARSE("--show", "--watch=0"), "--watch: '0'");
+	assert_usage_naming(PARSE("--show", "--watch=soon"), "--watch: 'soon'");
+	/* Not a duration, so not the interval: a command, which --show does not take. */
+	assert_usage(PARSE("--show", "--watch", "top"), "--show runs no command, but 'top' was given");
+	assert_usage(PARSE("--watch", "true"), "--watch needs --show");
+}
+
+static void vendor_every_name(void **state)
+{
+	(void)state;
+	assert_parsed(PARSE("--vendor", "amd", "true"));
+	assert_int_equal(request.vendor, GPURUN_VENDOR_ONLY_AMD);
+	assert_parsed(PARSE("--vendor=nvidia", "true"));
+	assert_int_equal(request.vendor, GPURUN_VENDOR_ONLY_NVIDIA);
+	assert_parsed(PARSE("--vendor", "any", "true"));
+	assert_int_equal(request.vendor, GPURUN_VENDOR_ANY);
+	assert_parsed(PARSE("--source", "amdgpu", "true"));
+	assert_int_equal(request.source, GPURUN_SOURCE_AMDGPU);
+	assert_usage(PARSE("--vendor", "intel", "true"),
+		     "--vendor: 'intel' is not one of nvidia, amd, any");
+}
+
+static void vendor_and_source_must_agree(void **state)
+{
+	(void)state;
+	assert_usage(PARSE("--source", "nvml", "--vendor", "amd", "true"),
+		     "--source nvml reads NVIDIA GPUs only, not --vendor amd");
+	assert_usage(PARSE("--vendor", "nvidia", "--source", "amdgpu", "true"),
+		     "--source amdgpu reads AMD GPUs only, not --vendor nvidia");
+	assert_parsed(PARSE("--source", "nvidia-smi", "--vendor", "nvidia", "true"));
+}
+
 #define TEST(name) cmocka_unit_test_teardown(name, free_request)
 
 int main(void)
@@ -934,6 +1004,12 @@ int main(void)
 		TEST(string_errors_name_the_variable),
 		TEST(string_values_are_owned),
 		TEST(string_empty_quotes_are_an_empty_value),
+		TEST(show_processes_wide),
+		TEST(processes_and_wide_need_show),
+		TEST(watch_interval_is_optional),
+		TEST(watch_bad_values),
+		TEST(vendor_every_name),
+		TEST(vendor_and_source_must_agree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

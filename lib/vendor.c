@@ -1,0 +1,130 @@
+/* vendor: what differs between NVIDIA and AMD GPUs once they are in one snapshot: each
+ * vendor's own numbering, the inherited ROCR_VISIBLE_DEVICES mask, keeping a hand-off to one
+ * vendor, and the variable the hand-off goes in. */
+#include <string.h>
+#include <strings.h>
+
+#include "gpurun.h"
+
+const char *gpurun_vendor_name(enum gpurun_vendor vendor)
+{
+	return vendor == GPURUN_VENDOR_AMD ? "amd" : "nvidia";
+}
+
+/* AMD GPUs are appended to a snapshot in PCI-bus order, so their position among the AMD
+ * devices is ROCr's index. */
+int gpurun_device_vendor_index(const struct gpurun_snapshot *snapshot, size_t position)
+{
+	const struct gpurun_device *device = &snapshot->devices[position];
+	int amd_before = 0;
+
+	if (device->vendor != GPURUN_VENDOR_AMD)
+		return device->index;
+	for (size_t i = 0; i < position; i++)
+		amd_before += snapshot->devices[i].vendor == GPURUN_VENDOR_AMD;
+	return amd_before;
+}
+
+/* The snapshot position of the AMD device an entry names: its AMD index, or its UUID. */
+static long rocr_entry_device(const struct gpurun_snapshot *snapshot, const char *text,
+			      size_t length)
+{
+	bool digits = length > 0 && length < 10;
+	unsigned index = 0;
+
+	for (size_t i = 0; digits && i < length; i++) {
+		digits = text[i] >= '0' && text[i] <= '9';
+		index = index * 10 + (unsigned)(text[i] - '0');
+	}
+	for (size_t i = 0, amd = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+
+		if (device->vendor != GPURUN_VENDOR_AMD)
+			continue;
+		if (digits ? amd == index
+			   : device->uuid[0] && strlen(device->uuid) == length &&
+				     strncasecmp(device->uuid, text, length) == 0)
+			return (long)i;
+		amd++;
+	}
+	return -1;
+}
+
+void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
+			      const char *rocr_visible_devices, bool *allowed)
+{
+	const char *text = rocr_visible_devices;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->devices[i].vendor == GPURUN_VENDOR_AMD)
+			allowed[i] = text == NULL;
+	if (text == NULL)
+		return;
+	/* Like CUDA_VISIBLE_DEVICES, an entry that names no GPU ends the list: a mask is never
+	 * read as wider than it could be. */
+	while (*text) {
+		size_t length = strcspn(text, ",");
+		long position = rocr_entry_device(snapshot, text, length);
+
+		if (position < 0)
+			return;
+		allowed[position] = true;
+		if (text[length] == '\0')
+			return;
+		text += length + 1;
+	}
+}
+
+/* How many devices the request cannot do with fewer than (as acquire counts it). */
+static size_t needed_count(const struct gpurun_request *request)
+{
+	if (request->min_count_set)
+		return request->min_count;
+	return request->limit == GPURUN_LIMIT_ALL ? 1 : request->limit;
+}
+
+static size_t count_of_vendor(const struct gpurun_snapshot *snapshot, const size_t *candidates,
+			      size_t count, enum gpurun_vendor vendor)
+{
+	size_t found = 0;
+
+	for (size_t i = 0; i < count; i++)
+		found += snapshot->devices[candidates[i]].vendor == vendor;
+	return found;
+}
+
+size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot,
+			    const struct gpurun_request *request, size_t *candidates, size_t count)
+{
+	size_t needed = needed_count(request);
+	enum gpurun_vendor chosen;
+	size_t kept = 0;
+
+	if (count == 0)
+		return 0;
+	chosen = snapshot->devices[candidates[0]].vendor;
+	for (size_t i = 0; i < count; i++) {
+		enum gpurun_vendor vendor = snapshot->devices[candidates[i]].vendor;
+		bool first_of_its_vendor = true;
+
+		for (size_t j = 0; j < i && first_of_its_vendor; j++)
+			first_of_its_vendor = snapshot->devices[candidates[j]].vendor != vendor;
+		if (first_of_its_vendor &&
+		    count_of_vendor(snapshot, candidates, count, vendor) >= needed) {
+			chosen = vendor;
+			break;
+		}
+	}
+	for (size_t i = 0; i < count; i++)
+		if (snapshot->devices[candidates[i]].vendor == chosen)
+			candidates[kept++] = candidates[i];
+	return kept;
+}
+
+const char *gpurun_choice_variable(const struct gpurun_choice *choice)
+{
+	if (choice && choice->count > 0 &&
+	    choice->snapshot.devices[choice->chosen[0]].vendor == GPURUN_VENDOR_AMD)
+		return "ROCR_VISIBLE_DEVICES";
+	return "CUDA_VISIBLE_DEVICES";
+}

@@ -1,0 +1,374 @@
+/* libgpurun-preload.so: gpurun's choice made inside an unmodified program, as GPURUN_OPTIONS asks:
+ * before main (eager), or at the moment the program starts CUDA (--lazy). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "gpurun.h"
+
+/* This file is compiled with -fvisibility=hidden: only what is marked HOOK leaves the library. */
+#define HOOK __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef CUresult cuinit_fn(unsigned int flags);
+typedef void *dlopen_fn(const char *file, int mode);
+
+enum { CUDA_ERROR_NOT_FOUND = 500 };   /* what cuInit answers when no driver is loaded */
+
+HOOK CUresult cuInit(unsigned int flags);
+/* Called by the dlopen hook below (assembly), hence not static; never exported. */
+void *prepare_dlopen(const char *file, int mode) __attribute__((used, visibility("hidden")));
+
+/* ---- talking to the user: one line on stderr, no stdio (this may run before main) ---------- */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void say(const char *fmt, ...)
+{
+	char line[1024] = "gpurun: ";            /* room for a struct gpurun_error message */
+	size_t used = strlen(line);
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(line + used, sizeof(line) - used - 1, fmt, args);
+	va_end(args);
+	used = strlen(line);
+	line[used++] = '\n';
+	(void)!write(STDERR_FILENO, line, used);
+}
+
+/* _exit, not exit: the host's atexit handlers and half-written buffers are not ours to run. */
+static void __attribute__((noreturn)) die(int status, const char *message)
+{
+	say("%s", message);
+	_exit(status);
+}
+
+/* ---- configuration and the choice ------------------------------------------------------------ */
+
+/* Where this process stands. It only moves forward (a fork in the middle of a step aside). */
+enum stage {
+	UNSTARTED,      /* GPURUN_OPTIONS not read yet */
+	STARTING,       /* reading it */
+	WAITING,        /* configured; the choice is still to be made */
+	CHOOSING,
+	CHOSEN,         /* done: the environment holds the choice, the lease is held */
+	INERT,          /* nothing to do, ever: no GPURUN_OPTIONS, an inherited choice, setuid */
+};
+
+static pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stage_changed = PTHREAD_COND_INITIALIZER;
+static int stage = UNSTARTED;           /* written under stage_lock; read atomically outside it */
+static pthread_t busy_thread;           /* the thread in STARTING or CHOOSING */
+static struct gpurun_request request;   /* valid from WAITING on */
+
+static void prepare_fork(void)
+{
+	pthread_mutex_lock(&stage_lock);
+}
+
+static void after_fork_in_parent(void)
+{
+	pthread_mutex_unlock(&stage_lock);
+}
+
+/* A fork while another thread is configuring or choosing copies a step that no thread in the
+ * child will finish: the child takes that step again itself (it has not chosen anything). */
+static void after_fork_in_child(void)
+{
+	if (!pthread_equal(busy_thread, pthread_self())) {
+		if (stage == STARTING)
+			stage = UNSTARTED;
+		else if (stage == CHOOSING)
+			stage = WAITING;
+	}
+	pthread_cond_init(&stage_changed, NULL);  /* its waiters stayed in the parent */
+	pthread_mutex_unlock(&stage_lock);
+}
+
+/* Reads GPURUN_OPTIONS. Without it the library does nothing at all: no other getenv, no
+ * allocation, no output, so that it is safe in /etc/ld.so.preload. */
+static int configure(void)
+{
+	struct gpurun_error err;
+
+	/* A setuid program must not be steered by the environment of whoever started it. */
+	if (getauxval(AT_SECURE))
+		return INERT;
+	const char *options = getenv("GPURUN_OPTIONS");
+	if (!options || !*options)
+		return INERT;
+	/* An ancestor chose (gpurun, or this library in a parent): this process keeps its GPUs. */
+	if (getenv("GPURUN_CHOSEN"))
+		return INERT;
+	pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
+	gpurun_request_init(&request);
+	if (gpurun_request_parse_string(&request, options, &err) != 0)
+		die(err.status, err.message);
+	if (request.action != GPURUN_RUN)
+		die(GPURUN_EXIT_USAGE, "GPURUN_OPTIONS: --print, --show, --help and --version are for "
+		    "the gpurun command, not the preload library");
+	return WAITING;
+}
+
+/* The same hand-off as the launcher's: GPURUN_CHOSEN tells descendants the choice is made. */
+static void hand_off(const char *visible)
+{
+	if (setenv("CUDA_VISIBLE_DEVICES", visible, 1) != 0 ||
+	    (!request.uuid && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
+	    setenv("GPURUN_CHOSEN", visible, 1) != 0)
+		die(GPURUN_EXIT_SOFTWARE, "cannot set the environment: out of memory");
+}
+
+/* The lease stays with this process for its whole life: its descriptors are never closed, and
+ * they lose close-on-exec so that exec'd children hold it too. */
+static void keep_lease(struct gpurun_choice *choice)
+{
+	gpurun_lease_keep_across_exec(&choice->lease);
+	free(choice->lease.fds);
+	choice->lease = (struct gpurun_lease){ 0 };
+}
+
+static int choose(void)
+{
+	struct gpurun_choice choice;
+	struct gpurun_error err;
+	char visible[8192];
+
+	int status = gpurun_acquire(&request, NULL, NULL, &choice, &err);
+	if (status == GPURUN_EXIT_BUSY && request.cpu_fallback) {
+		say("%s; running on the CPU (--cpu-fallback)", err.message);
+		gpurun_choice_free(&choice);
+		hand_off("");
+		return CHOSEN;
+	}
+	if (status != 0)
+		die(status, err.message);
+	if (gpurun_choice_format(&choice, &request, visible, sizeof(visible)) != 0)
+		die(GPURUN_EXIT_SOFTWARE, "the chosen list does not fit in CUDA_VISIBLE_DEVICES");
+	hand_off(visible);
+	keep_lease(&choice);
+	gpurun_choice_free(&choice);
+	return CHOSEN;
+}
+
+/* ---- once per process -------------------------------------------------------------------------- */
+
+/* Takes one step of the process at most once: the first thread that finds the process at stage
+ * `from` moves it to `during`, runs `step` without the lock, and moves it to the stage the step
+ * returns; other threads wait for that. The stepping thread itself may come back here through a
+ * hook (the probe loads NVML with dlopen) and then returns at once instead of waiting for itself. */
+static void step_once(int from, int during, int (*step)(void))
+{
+	int now = __atomic_load_n(&stage, __ATOMIC_ACQUIRE);
+
+	if (now != from && now != during)
+		return;
+	pthread_mutex_lock(&stage_lock);
+	while (stage == during && !pthread_equal(busy_thread, pthread_self()))
+		pthread_cond_wait(&stage_changed, &stage_lock);
+	if (stage == from) {
+		__atomic_store_n(&stage, during, __ATOMIC_RELEASE);
+		busy_thread = pthread_self();
+		pthread_mutex_unlock(&stage_lock);
+		int next = step();
+		pthread_mutex_lock(&stage_lock);
+		__atomic_store_n(&stage, next, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&stage_changed);
+	}
+	pthread_mutex_unlock(&stage_lock);
+}
+
+/* Eager mode chooses here, before main. */
+__attribute__((constructor)) static void start(void)
+{
+	step_once(UNSTARTED, STARTING, configure);
+	if (!request.lazy)
+		step_once(WAITING, CHOOSING, choose);
+}
+
+/* The program is about to start CUDA: the driver reads CUDA_VISIBLE_DEVICES now, so the choice
+ * must be made by now, in either mode (a hook may even run before the constructor). */
+static void cuda_starting(void)
+{
+	step_once(UNSTARTED, STARTING, configure);
+	step_once(WAITING, CHOOSING, choose);
+}
+
+/* ---- the hooks ------------------------------------------------------------------------------------ */
+
+static bool is_in_this_library(void *address)
+{
+	Dl_info self, other;
+
+	return dladdr((void *)is_in_this_library, &self) && dladdr(address, &other) &&
+	       self.dli_fbase == other.dli_fbase;
+}
+
+static void __attribute__((noreturn)) circular_reference(const char *name)
+{
+	say("circular reference: the real %s is libgpurun-preload.so's own", name);
+	_exit(GPURUN_EXIT_SOFTWARE);
+}
+
+/* The next definition of `name` after this library, or NULL. One that is this library's own
+ * would make the hook call itself forever. */
+static void *find_next(const char *name)
+{
+	void *found = dlsym(RTLD_NEXT, name);
+
+	if (found && is_in_this_library(found))
+		circular_reference(name);
+	return found;
+}
+
+static dlopen_fn *real_dlopen(void)
+{
+	static dlopen_fn *cached;
+	dlopen_fn *real = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+
+	if (!real) {
+		real = (dlopen_fn *)find_next("dlopen");
+		if (!real)
+			die(GPURUN_EXIT_SOFTWARE, "cannot find the C library's dlopen");
+		__atomic_store_n(&cached, real, __ATOMIC_RELEASE);
+	}
+	return real;
+}
+
+/* A program linked against libcuda finds the driver's cuInit next after this library. Under a
+ * driver loaded with dlopen (RTLD_LOCAL) this hook is only reached through the driver's own
+ * lookups (when it binds its entry points through the global scope, as the test fake does),
+ * and then only the driver's handle names the real cuInit. NULL when there is no driver. */
+static cuinit_fn *find_real_cuinit(void)
+{
+	void *found = find_next("cuInit");
+
+	if (!found) {
+		void *driver = real_dlopen()("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		if (driver) {
+			found = dlsym(driver, "cuInit");
+			dlclose(driver);
+			if (found && is_in_this_library(found))
+				circular_reference("cuInit");
+		}
+	}
+	return (cuinit_fn *)found;
+}
+
+/* For programs linked against libcuda: they reach the driver through this symbol. */
+CUresult cuInit(unsigned int flags)
+{
+	static cuinit_fn *cached;
+	cuinit_fn *real = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+
+	cuda_starting();
+	if (!real) {
+		real = find_real_cuinit();
+		if (!real)
+			return CUDA_ERROR_NOT_FOUND;
+		__atomic_store_n(&cached, real, __ATOMIC_RELEASE);
+	}
+	return real(flags);
+}
+
+static bool names_libcuda(const char *file)
+{
+	if (!file)
+		return false;
+	const char *slash = strrchr(file, '/');
+	const char *base = slash ? slash + 1 : file;
+	return strcmp(base, "libcuda.so.1") == 0 || strcmp(base, "libcuda.so") == 0;
+}
+
+/* Acts on a dlopen that loads the CUDA driver (how libcudart, PyTorch and JAX reach it), then
+ * returns the real dlopen for the hook to jump to. */
+void *prepare_dlopen(const char *file, int mode)
+{
+	(void)mode;
+	if (names_libcuda(file))
+		cuda_starting();
+	return (void *)real_dlopen();
+}
+
+/* The dlopen hook. glibc's dlopen resolves a relative name through the RUNPATH and $ORIGIN of
+ * the object that called it, which it finds from its return address. A C wrapper keeps the
+ * caller's return address only if the compiler turns the forward into a tail call, and nothing
+ * guarantees that (-O0, -fno-optimize-sibling-calls, stack protectors and profilers prevent it).
+ * So the hook is a trampoline: keep the arguments, let prepare_dlopen act and name the real
+ * dlopen, restore the arguments and the stack exactly as they were, and jump: the real dlopen
+ * sees the original caller's return address. */
+#if defined(__x86_64__)
+#if defined(__CET__)
+#define BRANCH_TARGET "	endbr64\n"
+#else
+#define BRANCH_TARGET ""
+#endif
+__asm__(".pushsection .text\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	"dlopen:\n"
+	"	.cfi_startproc\n"
+	BRANCH_TARGET
+	"	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	sub $8, %rsp\n"                 /* calls need a 16-byte aligned stack */
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call prepare_dlopen\n"
+	"	add $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size dlopen, .-dlopen\n"
+	".popsection\n");
+#elif defined(__aarch64__)
+#if defined(__ARM_FEATURE_BTI_DEFAULT)
+#define BRANCH_TARGET "	hint 34\n"              /* bti c */
+#else
+#define BRANCH_TARGET ""
+#endif
+__asm__(".pushsection .text\n"
+	".globl dlopen\n"
+	".type dlopen, %function\n"
+	".p2align 2\n"
+	"dlopen:\n"
+	"	.cfi_startproc\n"
+	BRANCH_TARGET
+	"	stp x29, x30, [sp, #-32]!\n"
+	"	.cfi_def_cfa_offset 32\n"
+	"	.cfi_offset 29, -32\n"
+	"	.cfi_offset 30, -24\n"
+	"	mov x29, sp\n"
+	"	stp x0, x1, [sp, #16]\n"
+	"	bl prepare_dlopen\n"
+	"	mov x16, x0\n"
+	"	ldp x0, x1, [sp, #16]\n"
+	"	ldp x29, x30, [sp], #32\n"      /* x30: the caller's return address again */
+	"	.cfi_restore 30\n"
+	"	.cfi_restore 29\n"
+	"	.cfi_def_cfa_offset 0\n"
+	"	br x16\n"
+	"	.cfi_endproc\n"
+	".size dlopen, .-dlopen\n"
+	".popsection\n");
+#else
+/* Elsewhere: a C wrapper that relies on the compiler's tail call; preload_test.sh checks it. */
+HOOK __attribute__((optimize("optimize-sibling-calls"))) void *dlopen(const char *file, int mode)
+{
+	dlopen_fn *real = (dlopen_fn *)prepare_dlopen(file, mode);
+
+	return real(file, mode);
+}
+#endif

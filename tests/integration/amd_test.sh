@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# amd_test.sh: gpurun on AMD GPUs described by the sysfs/procfs trees in tests/fixtures/amd, alone
+# and next to the fake NVIDIA machine: selection, leases, ROCR_VISIBLE_DEVICES (and nothing in
+# HIP_VISIBLE_DEVICES), the inherited ROCR mask, and the reports.
+. "$(dirname "$0")/lib.sh"
+AMD=$FIXTURES/amd
+# four: AMD 0 = 03:00.0 busy, 1 = 43:00.0 free (1 GiB used), 2 = 83:00.0 memory nearly full,
+# 3 = c1:00.0 free (10 MiB used).
+export GPURUN_SYSFS_ROOT=$AMD/four
+# No NVIDIA GPU at all: the AMD ones alone.
+export GPURUN_NVML_LIB=$SCRATCH/no-nvml.so GPURUN_NVIDIA_SMI=$SCRATCH/no-nvidia-smi
+SHOW_ENV='printf "%s|%s|%s|%s|%s\n" "${ROCR_VISIBLE_DEVICES-unset}" "${HIP_VISIBLE_DEVICES-unset}" "${CUDA_VISIBLE_DEVICES-unset}" "${CUDA_DEVICE_ORDER-unset}" "${GPURUN_CHOSEN-unset}"'
+
+# Waits (up to 5 s) until `gpurun --print ARGS` answers $1.
+await_print() {
+	local want=$1 i
+	shift
+	for i in $(seq 100); do
+		[ "$("$GPURUN" --print "$@" 2>/dev/null)" = "$want" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+compare_table() { # NAME EXPECTED-FILE
+	if [ "$STATUS" = 0 ] && cmp -s "$SCRATCH/stdout" "$2"; then ok "$1"; else not_ok "$1" "status $STATUS" "$(diff "$SCRATCH/stdout" "$2")"; fi
+}
+
+# --- choosing ---------------------------------------------------------------------------------------
+run "$GPURUN" --print
+expect "an AMD-only machine: the first free AMD GPU, in ROCr's numbering" 0 "1"
+run "$GPURUN" --print --order memory
+expect "--order memory picks the emptiest" 0 "3"
+run "$GPURUN" --print --limit all
+expect "--limit all: every free one" 0 "1,3"
+run "$GPURUN" --print --limit 3
+expect_error "not enough free AMD GPUs: exit 75" 75 "wanted 3 GPUs, found 2 available"
+run "$GPURUN" --print --max-memory 0.7 --max-load 0.1 --limit 3
+expect "thresholds apply to AMD GPUs as to NVIDIA ones" 0 "1,2,3"
+run "$GPURUN" --print --exclude 1
+expect "--exclude by index" 0 "3"
+run "$GPURUN" --print --exclude GPU-0c5e61f7a9b0d4e2
+expect "--exclude by AMD UUID" 0 "3"
+run "$GPURUN" --print --uuid --limit 2
+expect "--uuid hands out ROCr's UUIDs (GPU-<unique_id>)" 0 "GPU-0c5e61f7a9b0d4e2,GPU-3a90a60dbaf2e93f"
+run "$GPURUN" --print --vendor amd --source amdgpu
+expect "--vendor amd --source amdgpu" 0 "1"
+run "$GPURUN" --print --vendor nvidia
+expect_error "--vendor nvidia on an AMD-only machine: no GPU information" 69 "NVML"
+
+# --- the hand-off ---------------------------------------------------------------------------------
+run "$GPURUN" --limit 2 sh -c "$SHOW_ENV"
+expect "ROCR_VISIBLE_DEVICES gets the choice; HIP, CUDA and CUDA_DEVICE_ORDER stay unset" 0 \
+	"1,3|unset|unset|unset|1,3"
+HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=5 run "$GPURUN" sh -c "$SHOW_ENV"
+expect "inherited HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES are left as they were" 0 \
+	"1|0|5|unset|1"
+run "$GPURUN" --uuid sh -c "$SHOW_ENV"
+expect "--uuid: a UUID in ROCR_VISIBLE_DEVICES" 0 "GPU-0c5e61f7a9b0d4e2|unset|unset|unset|GPU-0c5e61f7a9b0d4e2"
+run "$GPURUN" --limit 3 --cpu-fallback sh -c "$SHOW_ENV"
+if [ "$STATUS" = 0 ] && [ "$OUT_TEXT" = "|unset||PCI_BUS_ID|" ] && grep -q "running on the CPU" <<<"$ERR_TEXT"; then
+	ok "--cpu-fallback hides the AMD GPUs with an empty ROCR_VISIBLE_DEVICES"
+else
+	not_ok "--cpu-fallback hides the AMD GPUs with an empty ROCR_VISIBLE_DEVICES" "status $STATUS" "$OUT_TEXT" "$ERR_TEXT"
+fi
+
+# --- an inherited ROCR_VISIBLE_DEVICES is a mask -------------------------------------------------
+ROCR_VISIBLE_DEVICES=0,3 run "$GPURUN" --print
+expect "an inherited index mask restricts the choice" 0 "3"
+ROCR_VISIBLE_DEVICES=GPU-3A90A60DBAF2E93F,1 run "$GPURUN" --print --limit 2
+expect "an inherited UUID mask (any case), in mask order of GPUs" 0 "1,3"
+ROCR_VISIBLE_DEVICES=0,2 run "$GPURUN" --print
+expect_error "nothing free inside the mask: exit 75" 75 "wanted 1 GPU"
+ROCR_VISIBLE_DEVICES= run "$GPURUN" --print
+expect_error "an empty mask permits none" 75 "wanted 1 GPU"
+ROCR_VISIBLE_DEVICES=0,9,3 run "$GPURUN" --print
+expect_error "an entry naming no GPU ends the mask (3 is after it)" 75 "wanted 1 GPU"
+ROCR_VISIBLE_DEVICES=3 run "$GPURUN" sh -c "$SHOW_ENV"
+expect "the program gets the chosen physical index in place of the inherited mask" 0 "3|unset|unset|unset|3"
+
+# --- leases ------------------------------------------------------------------------------------------
+"$GPURUN" sleep 30 &
+job=$!
+check "a running AMD job's GPU is skipped by the next gpurun" await_print 3
+check "its lock file is named by ROCr's UUID" test -f "$GPURUN_LOCK_DIR/GPU-0c5e61f7a9b0d4e2.lock"
+run "$GPURUN" --show
+if grep -Eq "^GPU 1 leased by pid $job \(.*\) since .*: sleep 30$" <<<"$OUT_TEXT"; then
+	ok "--show names the holder of an AMD GPU"
+else
+	not_ok "--show names the holder of an AMD GPU" "$OUT_TEXT"
+fi
+run "$GPURUN" --print
+expect "two jobs never share an AMD GPU" 0 "3"
+{ kill -9 "$job"; wait "$job"; } 2>/dev/null
+check "SIGKILL frees it" await_print 1
+
+# A board without a unique id is leased by its PCI address.
+GPURUN_SYSFS_ROOT=$AMD/one "$GPURUN" --include-nan sleep 30 &
+job=$!
+for i in $(seq 100); do [ -f "$GPURUN_LOCK_DIR/pci-0000_0b_00.0.lock" ] && break; sleep 0.05; done
+check "a GPU without a UUID is leased by its PCI address" test -f "$GPURUN_LOCK_DIR/pci-0000_0b_00.0.lock"
+GPURUN_SYSFS_ROOT=$AMD/one run "$GPURUN" --print --include-nan
+expect_error "and the lease holds" 75 "1 leased by other jobs"
+{ kill -9 "$job"; wait "$job"; } 2>/dev/null
+
+# --- reports -------------------------------------------------------------------------------------------
+run "$GPURUN" --show
+compare_table "--show: GPUtil's table for AMD GPUs" "$EXPECTED/amd-four.table"
+run "$GPURUN" --show --all
+compare_table "--show --all: GPUtil's full table for AMD GPUs" "$EXPECTED/amd-four.all.table"
+run "$GPURUN" --show --wide --processes
+compare_table "--show --wide --processes: vendor, bus, power, and the fdinfo processes" \
+	"$EXPECTED/amd-four.processes.table"
+run "$GPURUN" --show --json
+if [ "$STATUS" = 0 ] && python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+assert doc["source"] == "amdgpu", doc["source"]
+gpus = doc["gpus"]
+assert [g["index"] for g in gpus] == [0, 1, 2, 3]
+assert gpus[0]["uuid"] == "GPU-b39adaf836600b31" and gpus[0]["pci.bus_id"] == "0000:03:00.0"
+assert gpus[0]["utilization.gpu"] == 97 and gpus[0]["memory.used"] == 61440
+assert gpus[0]["temperature.gpu"] == 71 and gpus[0]["power.draw"] == 287.5
+assert gpus[0]["processes"] == [{"pid": 4242, "username": "root", "command": "python3 train.py --lr 3e-4", "gpu_memory_usage": 59392}], gpus[0]["processes"]
+assert gpus[3]["processes"] == []
+' <"$SCRATCH/stdout"; then ok "--show --json: AMD GPUs with gpustat keys and their processes"; else not_ok "--show --json: AMD GPUs with gpustat keys and their processes" "$OUT_TEXT"; fi
+GPURUN_SYSFS_ROOT=$AMD/broken run "$GPURUN" --show --all --wide
+compare_table "broken cards: the readable ones, unknown fields as nan and [N/A]" "$EXPECTED/amd-broken.table"
+GPURUN_SYSFS_ROOT=$AMD/broken run "$GPURUN" --print --include-nan
+expect_error "unknown free memory is never available, as in GPUtil" 75 "found 0 available"
+GPURUN_SYSFS_ROOT=$AMD/one run "$GPURUN" --print
+expect_error "an unknown load is not available..." 75 "found 0 available"
+GPURUN_SYSFS_ROOT=$AMD/one run "$GPURUN" --print --include-nan
+expect "...unless --include-nan" 0 "0"
+
+# --- eight cards --------------------------------------------------------------------------------------
+GPURUN_SYSFS_ROOT=$AMD/eight run "$GPURUN" --print --limit all --max-load 0.6 --max-memory 0.6
+expect "eight AMD GPUs: every one under both thresholds" 0 "0,3,4,5"
+GPURUN_SYSFS_ROOT=$AMD/eight run "$GPURUN" --print --limit 2 --order free
+expect "--order free" 0 "0,4"
+GPURUN_SYSFS_ROOT=$AMD/eight ROCR_VISIBLE_DEVICES=6,7 run "$GPURUN" --print --limit all --max-load 1 --max-memory 1
+expect "a mask on eight" 0 "6,7"
+
+# --- no AMD GPU --------------------------------------------------------------------------------------
+GPURUN_SYSFS_ROOT=$SCRATCH/nothing run "$GPURUN" --print --source amdgpu
+expect_error "--source amdgpu without AMD GPUs: exit 69, naming the place" 69 \
+	"no GPU information: amdgpu: cannot read $SCRATCH/nothing/sys/class/drm"
+GPURUN_SYSFS_ROOT=$SCRATCH/nothing run "$GPURUN" --print
+expect_error "nothing at all: exit 69 naming NVML, nvidia-smi and amdgpu" 69 "NVML.*nvidia-smi.*amdgpu"
+run "$GPURUN" --print --source nvml --vendor amd
+expect_error "--source nvml --vendor amd is a contradiction" 2 "--source nvml reads NVIDIA GPUs only"
+
+# --- NVIDIA and AMD in one machine ------------------------------------------------------------------
+# four.fixture: NVIDIA 0 busy, 1 half full, 2 and 3 free; then AMD as above, as 4..7.
+export GPURUN_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPURUN_NVIDIA_SMI=$FAKES/nvidia-smi
+use_fixture four.fixture
+run "$GPURUN" --show
+compare_table "--show: NVIDIA GPUs 0-3, then AMD GPUs 4-7" "$EXPECTED/mixed.table"
+run "$GPURUN" --show --json
+if [ "$STATUS" = 0 ] && python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+assert doc["source"] == "nvml+amdgpu" and doc["driver_version"] == "550.54.15"
+assert [g["index"] for g in doc["gpus"]] == list(range(8))
+assert doc["gpus"][4]["uuid"] == "GPU-b39adaf836600b31"
+' <"$SCRATCH/stdout"; then ok "--json on a mixed machine"; else not_ok "--json on a mixed machine" "$OUT_TEXT"; fi
+run "$GPURUN" --limit 2 sh -c "$SHOW_ENV"
+expect "the first vendor in order with enough: NVIDIA, in CUDA_VISIBLE_DEVICES" 0 \
+	"unset|unset|2,3|PCI_BUS_ID|2,3"
+run "$GPURUN" --limit 2 --order memory sh -c "$SHOW_ENV"
+expect "--order memory puts an AMD GPU first: AMD, in ROCr's numbering" 0 "3,1|unset|unset|unset|3,1"
+run "$GPURUN" --print --limit 3
+expect_error "never mixed: 2 NVIDIA + 2 AMD is not 3" 75 "wanted 3 GPUs"
+run "$GPURUN" --print --vendor amd
+expect "--vendor amd" 0 "1"
+run "$GPURUN" --print --vendor nvidia --order last
+expect "--vendor nvidia" 0 "3"
+run "$GPURUN" --print --exclude 2,3
+expect "excluding the free NVIDIA GPUs leaves AMD ones" 0 "1"
+run "$GPURUN" --print --exclude 2,3,5
+expect "--exclude takes the table's index for AMD GPUs too" 0 "3"
+CUDA_VISIBLE_DEVICES=0 run "$GPURUN" --print
+expect "CUDA_VISIBLE_DEVICES masks NVIDIA GPUs only" 0 "1"
+ROCR_VISIBLE_DEVICES= run "$GPURUN" --print --order memory
+expect "ROCR_VISIBLE_DEVICES masks AMD GPUs only" 0 "2"
+run "$GPURUN" --print --explain --order memory
+if [ "$STATUS" = 0 ] && grep -q "GPU 7 (GPU-3a90a60dbaf2e93f): chosen" <<<"$ERR_TEXT" &&
+	grep -q "GPU 4 (GPU-b39adaf836600b31): load 97%" <<<"$ERR_TEXT"; then
+	ok "--explain covers AMD GPUs"
+else
+	not_ok "--explain covers AMD GPUs" "$ERR_TEXT"
+fi
