@@ -84,7 +84,8 @@ size_t queue_waiting_ahead(struct queue *queue)
 	size_t count = 0, capacity = 0, live = 0;
 	char **older = NULL;
 	struct dirent *entry;
-	int fd = dup(queue->dir_fd);
+	/* A fresh open, not dup(): a duplicate would share the directory's read position. */
+	int fd = openat(queue->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
 
 	queue->ahead[0] = '\0';
