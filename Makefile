@@ -105,7 +105,7 @@ VALGRIND_COMMAND = valgrind --quiet --error-exitcode=99 --leak-check=full \
 	--suppressions=$(abspath tests/valgrind.supp)
 # The preload library runs in uninstrumented programs (sh, python3), where ASan's runtime is
 # loaded after libc: allowed, at the price of not checking those programs' own allocations.
-SANITIZER_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 \
+SANITIZER_ENV = GPURUN_SANITIZED=1 ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 check: all $(FAKES) $(HELPERS) $(UNIT_BIN)
 	@GPURUN_BUILD=$(abspath $(B)) $(if $(SANITIZE),$(SANITIZER_ENV)) $(if $(VALGRIND),GPURUN_UNDER="$(VALGRIND_COMMAND)" \
@@ -130,5 +130,32 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libgpurun.a $(DESTDIR)$(INCLUDEDIR)/gpurun.h \
 		$(DESTDIR)$(MANDIR)/man1/gpurun.1
 
+# ---- fuzzing: libFuzzer targets for every parser of outside input (tests/fuzz) -----------------
+# `make fuzz` runs each for FUZZ_SECONDS from its seed corpus and records the executions in
+# bench/RESULTS.md ("Hardening"); a finding is saved under build-fuzz/findings and fails it.
+FUZZ_CC = clang
+FUZZ_SECONDS ?= 60
+FUZZ_B = build-fuzz
+FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SRC = $(wildcard tests/fuzz/*_fuzz.c)
+FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_B)/%)
+
+# libgpurun itself is built for fuzzing by this Makefile, in its own tree, with clang.
+$(FUZZ_B)/libgpurun.a: FORCE
+	@$(MAKE) --no-print-directory B=$(FUZZ_B) CC=$(FUZZ_CC) CFLAGS="-O1 -g" \
+		SANITIZE_FLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SANITIZE)" $(FUZZ_B)/libgpurun.a
+
+$(FUZZ_B)/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/fuzz.h $(FUZZ_B)/libgpurun.a
+	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(WARNINGS) -O1 -g -fsanitize=fuzzer $(FUZZ_SANITIZE) \
+		-o $@ $< $(FUZZ_B)/libgpurun.a $(LDLIBS_GPURUN)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+
+FORCE:
+.PHONY: fuzz fuzz-build FORCE
+
 clean:
-	rm -rf $(B)
+	rm -rf $(B) build-asan $(FUZZ_B)

@@ -261,7 +261,10 @@ static int choose(const struct gpurun_request *request)
 		gpurun_choice_free(&choice);
 		return fflush(stdout) == 0 ? 0 : GPURUN_EXIT_SOFTWARE;
 	}
-	return hand_off(request, &choice, visible);
+	/* Back here only when the command could not be run. */
+	status = hand_off(request, &choice, visible);
+	gpurun_choice_free(&choice);
+	return status;
 }
 
 /* ---- --lazy: let the preload library choose inside the program ------------------------- */

@@ -336,7 +336,10 @@ static void emit_cell(const struct fixture *machine, const struct fixture_gpu *g
 		emit("%llu", gpu->memory_reserved);
 		break;
 	case COLUMN_MEMORY_USED:
-		emit("%llu", gpu->memory_used);
+		/* A driver that cannot answer the v2 query cannot tell reserved memory apart
+		 * either: like NVML's v1 answer, "used" then includes it. */
+		emit("%llu", gpu->memory_used +
+			     (gpu->errors[FIELD_MEMORY_V2] ? gpu->memory_reserved : 0));
 		break;
 	case COLUMN_MEMORY_FREE:
 		emit("%llu", free_mib);

@@ -118,64 +118,68 @@ stress() { # $1: log; then "LIMIT COUNT" pairs
 	for i in "${pids[@]}"; do wait "$i" || failures=$((failures + 1)); done
 	return "$failures"
 }
-start_clock
-stress "$SCRATCH/stress1.log" 1 64
-status=$?
-result=$(python3 "$ROOT/tests/integration/check_overlap.py" "$SCRATCH/stress1.log" 64 2>&1)
-if [ "$status" = 0 ] && grep -q "no overlap" <<<"$result"; then
-	ok "64 concurrent --wait --limit 1 jobs on 4 GPUs: all ran, none shared a GPU ($(elapsed) s)"
-else
-	not_ok "64 concurrent --wait --limit 1 jobs on 4 GPUs" "$status failed" "$result"
-fi
+if heavy_test "64 concurrent --wait --limit 1 jobs, then 32 --limit 1 and 16 --limit 2, none sharing a GPU"; then
+	start_clock
+	stress "$SCRATCH/stress1.log" 1 64
+	status=$?
+	result=$(python3 "$ROOT/tests/integration/check_overlap.py" "$SCRATCH/stress1.log" 64 2>&1)
+	if [ "$status" = 0 ] && grep -q "no overlap" <<<"$result"; then
+		ok "64 concurrent --wait --limit 1 jobs on 4 GPUs: all ran, none shared a GPU ($(elapsed) s)"
+	else
+		not_ok "64 concurrent --wait --limit 1 jobs on 4 GPUs" "$status failed" "$result"
+	fi
 
-cat >"$SCRATCH/four-free.fixture" <<'EOF'
+	cat >"$SCRATCH/four-free.fixture" <<'EOF'
 gpu
 gpu
 gpu
 gpu
 EOF
-use_fixture "$SCRATCH/four-free.fixture"
-stress "$SCRATCH/stress2.log" 1 32 2 16
-status=$?
-result=$(python3 "$ROOT/tests/integration/check_overlap.py" "$SCRATCH/stress2.log" 48 2>&1)
-if [ "$status" = 0 ] && grep -q "no overlap" <<<"$result"; then
-	ok "32 --limit 1 and 16 --limit 2 jobs at once: all ran, none shared a GPU"
-else
-	not_ok "a mix of --limit 1 and --limit 2 jobs" "$status failed" "$result"
+	use_fixture "$SCRATCH/four-free.fixture"
+	stress "$SCRATCH/stress2.log" 1 32 2 16
+	status=$?
+	result=$(python3 "$ROOT/tests/integration/check_overlap.py" "$SCRATCH/stress2.log" 48 2>&1)
+	if [ "$status" = 0 ] && grep -q "no overlap" <<<"$result"; then
+		ok "32 --limit 1 and 16 --limit 2 jobs at once: all ran, none shared a GPU"
+	else
+		not_ok "a mix of --limit 1 and --limit 2 jobs" "$status failed" "$result"
+	fi
 fi
 
 # --- fairness: a 2-GPU waiter is not starved by a stream of 1-GPU jobs -------------------------
-cat >"$SCRATCH/two.fixture" <<'EOF'
+if timing_test "a --limit 2 waiter is served while 1-GPU jobs keep arriving (and no GPU is shared)"; then
+	cat >"$SCRATCH/two.fixture" <<'EOF'
 gpu
 gpu
 EOF
-use_fixture "$SCRATCH/two.fixture"
-stream_pids=()
-for i in $(seq 6); do
-	timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
-	stream_pids+=($!)
-	sleep 0.1
-done
-waiter_launch=$EPOCHREALTIME
-timeout 60 "$GPURUN" --wait --limit 2 "$RECORD_JOB" "$SCRATCH/waiter.log" 100 2>/dev/null &
-waiter=$!
-for i in $(seq 30); do  # the stream goes on: always a 1-GPU job arriving or waiting
-	timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
-	stream_pids+=($!)
-	sleep 0.1
-done
-stream_end=$EPOCHREALTIME
-wait "$waiter"
-waiter_status=$?
-for pid in "${stream_pids[@]}"; do wait "$pid"; done
-waiter_start=$(awk '{ printf "%.3f", $1 / 1e9 }' "$SCRATCH/waiter.log" 2>/dev/null)
-waited=$(awk -v a="$waiter_launch" -v b="$waiter_start" 'BEGIN { printf "%.2f", b - a }')
-if [ "$waiter_status" = 0 ] && [ "$(cut -d' ' -f3 "$SCRATCH/waiter.log")" = "0,1" ] &&
-	within "$waiter_start" "$waiter_launch" "$stream_end" && within "$waited" 0 2.5; then
-	ok "a --limit 2 waiter gets both GPUs within ${waited} s while 1-GPU jobs keep arriving"
-else
-	not_ok "a --limit 2 waiter is served while 1-GPU jobs keep arriving" \
-		"status $waiter_status, waited $waited s, stream ended $(awk -v a="$waiter_launch" -v b="$stream_end" 'BEGIN { print b - a }') s after launch"
+	use_fixture "$SCRATCH/two.fixture"
+	stream_pids=()
+	for i in $(seq 6); do
+		timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
+		stream_pids+=($!)
+		sleep 0.1
+	done
+	waiter_launch=$EPOCHREALTIME
+	timeout 60 "$GPURUN" --wait --limit 2 "$RECORD_JOB" "$SCRATCH/waiter.log" 100 2>/dev/null &
+	waiter=$!
+	for i in $(seq 30); do  # the stream goes on: always a 1-GPU job arriving or waiting
+		timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
+		stream_pids+=($!)
+		sleep 0.1
+	done
+	stream_end=$EPOCHREALTIME
+	wait "$waiter"
+	waiter_status=$?
+	for pid in "${stream_pids[@]}"; do wait "$pid"; done
+	waiter_start=$(awk '{ printf "%.3f", $1 / 1e9 }' "$SCRATCH/waiter.log" 2>/dev/null)
+	waited=$(awk -v a="$waiter_launch" -v b="$waiter_start" 'BEGIN { printf "%.2f", b - a }')
+	if [ "$waiter_status" = 0 ] && [ "$(cut -d' ' -f3 "$SCRATCH/waiter.log")" = "0,1" ] &&
+		within "$waiter_start" "$waiter_launch" "$stream_end" && within "$waited" 0 2.5; then
+		ok "a --limit 2 waiter gets both GPUs within ${waited} s while 1-GPU jobs keep arriving"
+	else
+		not_ok "a --limit 2 waiter is served while 1-GPU jobs keep arriving" \
+			"status $waiter_status, waited $waited s, stream ended $(awk -v a="$waiter_launch" -v b="$stream_end" 'BEGIN { print b - a }') s after launch"
+	fi
+	result=$(python3 "$ROOT/tests/integration/check_overlap.py" <(cat "$SCRATCH/stream.log" "$SCRATCH/waiter.log") 37 2>&1)
+	if grep -q "no overlap" <<<"$result"; then ok "... and no GPU was shared meanwhile"; else not_ok "... and no GPU was shared meanwhile" "$result"; fi
 fi
-result=$(python3 "$ROOT/tests/integration/check_overlap.py" <(cat "$SCRATCH/stream.log" "$SCRATCH/waiter.log") 37 2>&1)
-if grep -q "no overlap" <<<"$result"; then ok "... and no GPU was shared meanwhile"; else not_ok "... and no GPU was shared meanwhile" "$result"; fi

@@ -104,10 +104,23 @@ elapsed() { awk -v a="$CLOCK_START" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f"
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x < hi) }'; }
 
 # timing_test NAME: false (and the test is skipped, saying why) when gpurun runs under a tool
-# that slows it down, where a check of how long something took would measure the tool.
+# or is built with sanitizers (GPURUN_SANITIZED), where a check of how long something took
+# would measure the tool.
 timing_test() {
 	if [ -n "${GPURUN_UNDER:-}" ]; then
 		skip "$1" "timing is not gpurun's under GPURUN_UNDER (${GPURUN_UNDER%% *})"
+		return 1
+	elif [ -n "${GPURUN_SANITIZED:-}" ]; then
+		skip "$1" "timing is not gpurun's in a sanitizer build"
+		return 1
+	fi
+}
+
+# heavy_test NAME: false (and skipped, saying why) under GPURUN_UNDER, where dozens of gpurun
+# processes at once would each carry the tool (memcheck: ~20x slower, ~100 MiB each).
+heavy_test() {
+	if [ -n "${GPURUN_UNDER:-}" ]; then
+		skip "$1" "dozens of concurrent gpurun processes under ${GPURUN_UNDER%% *} exceed the time limits; the sanitizer build runs it"
 		return 1
 	fi
 }
