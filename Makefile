@@ -140,22 +140,28 @@ FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit
 FUZZ_SRC = $(wildcard tests/fuzz/*_fuzz.c)
 FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_B)/%)
 
-# libgpurun itself is built for fuzzing by this Makefile, in its own tree, with clang.
-$(FUZZ_B)/libgpurun.a: FORCE
-	@$(MAKE) --no-print-directory B=$(FUZZ_B) CC=$(FUZZ_CC) CFLAGS="-O1 -g" \
-		SANITIZE_FLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SANITIZE)" $(FUZZ_B)/libgpurun.a
+FUZZ_CFLAGS = -std=gnu11 $(WARNINGS) -O1 -g $(FUZZ_SANITIZE)
+FUZZ_LIB_OBJ = $(LIB_SRC:%.c=$(FUZZ_B)/obj/%.o)
+
+# libgpurun itself, instrumented for coverage and the sanitizers, in its own tree.
+$(FUZZ_B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_B)/libgpurun.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(FUZZ_B)/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/fuzz.h $(FUZZ_B)/libgpurun.a
-	$(FUZZ_CC) $(ALL_CPPFLAGS) -std=gnu11 $(WARNINGS) -O1 -g -fsanitize=fuzzer $(FUZZ_SANITIZE) \
-		-o $@ $< $(FUZZ_B)/libgpurun.a $(LDLIBS_GPURUN)
+	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_B)/libgpurun.a \
+		$(LDLIBS_GPURUN)
 
 fuzz-build: $(FUZZ_BIN)
 
-fuzz: fuzz-build
-	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+FUZZ_RESULTS ?= bench/RESULTS.md
+fuzz: fuzz-build all $(FAKES) $(HELPERS)
+	@FUZZ_RESULTS=$(FUZZ_RESULTS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
-FORCE:
-.PHONY: fuzz fuzz-build FORCE
+.PHONY: fuzz fuzz-build
 
 clean:
 	rm -rf $(B) build-asan $(FUZZ_B)

@@ -16,6 +16,7 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 
 enum {
 	NVML_SUCCESS = 0,
+	NVML_ERROR_NOT_SUPPORTED = 3,
 	NVML_ERROR_NO_PERMISSION = 4,
 	NVML_ERROR_INSUFFICIENT_SIZE = 7,
 	NVML_ERROR_DRIVER_NOT_LOADED = 9,
@@ -382,9 +383,15 @@ static void read_mig_mode(const struct nvml *nvml, nvmlDevice_t handle, struct g
 {
 	unsigned current = 0, pending = 0;
 
-	device->mig_enabled = nvml->get_mig_mode && !device->lost &&
-			      answered(nvml->get_mig_mode(handle, &current, &pending), device) &&
-			      current == 1;
+	device->mig_enabled = false;
+	if (!nvml->get_mig_mode || device->lost)
+		return;
+	nvmlReturn_t code = nvml->get_mig_mode(handle, &current, &pending);
+	/* NOT_SUPPORTED is a GPU without MIG. Any other failure leaves the mode unknown, and a GPU
+	 * that may be split must not be handed out whole: it is treated as MIG-enabled, so that
+	 * only the instances NVML does list can be chosen. */
+	device->mig_enabled = answered(code, device) ? current == 1
+			      : code != NVML_ERROR_NOT_SUPPORTED && !device->lost;
 }
 
 /* One MIG instance: a device of its own (UUID "MIG-...", memory, processes), named after its

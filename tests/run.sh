@@ -19,11 +19,12 @@ tally() { # $1: suite name; stdin: TAP output
 }
 
 run_suite() { # $1: name; rest: command
-	local name=$1 output status
+	local name=$1 output status failed_before=$failed
 	shift
 	output=$("$@" 2>&1)
 	status=$?
 	tally "$name" <<<"$output"
+	[ "$failed" -gt "$failed_before" ] && [ "$status" -eq 0 ] && status=1
 	# A suite that dies without reporting a failure is still a failure.
 	if [ "$status" -ne 0 ] && ! grep -q '^not ok ' <<<"$output"; then
 		failed=$((failed + 1))

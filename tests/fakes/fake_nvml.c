@@ -498,7 +498,7 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsign
 /* ---- MIG ---------------------------------------------------------------------------------- */
 
 /* A GPU without MIG support answers NOT_SUPPORTED; a MIG instance is not a GPU to ask. */
-static nvmlReturn_t check_mig_gpu(nvmlDevice_t device, const void *out)
+static nvmlReturn_t check_mig_gpu(nvmlDevice_t device, enum fixture_field field, const void *out)
 {
 	nvmlReturn_t status = check_handle(device, out);
 
@@ -508,12 +508,14 @@ static nvmlReturn_t check_mig_gpu(nvmlDevice_t device, const void *out)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (device->lost)
 		return NVML_ERROR_GPU_IS_LOST;
+	if (device->errors[field])
+		return device->errors[field];
 	return device->mig_mode < 0 ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned *current, unsigned *pending)
 {
-	nvmlReturn_t status = check_mig_gpu(device, current);
+	nvmlReturn_t status = check_mig_gpu(device, FIELD_MIG_MODE, current);
 
 	if (status == NVML_SUCCESS && !pending)
 		status = NVML_ERROR_INVALID_ARGUMENT;
@@ -525,7 +527,7 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned *current, unsign
 
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned *count)
 {
-	nvmlReturn_t status = check_mig_gpu(device, count);
+	nvmlReturn_t status = check_mig_gpu(device, FIELD_MIG_MAX, count);
 
 	if (status)
 		return status;
@@ -537,7 +539,7 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned *count
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned index,
 						 nvmlDevice_t *mig)
 {
-	nvmlReturn_t status = check_mig_gpu(device, mig);
+	nvmlReturn_t status = check_mig_gpu(device, FIELD_MIG_HANDLE, mig);
 
 	if (status)
 		return status;
@@ -558,6 +560,8 @@ static nvmlReturn_t instance_id(nvmlDevice_t device, unsigned *id, bool compute)
 {
 	nvmlReturn_t status = check_handle(device, id);
 
+	if (status == NVML_SUCCESS)
+		status = device->errors[compute ? FIELD_COMPUTE_INSTANCE_ID : FIELD_GPU_INSTANCE_ID];
 	if (status)
 		return status;
 	if (device->mig_parent < 0)

@@ -65,6 +65,11 @@ static const char *const field_names[FIELD_COUNT] = {
 	[FIELD_DISPLAY_MODE] = "display_mode",
 	[FIELD_DISPLAY_ACTIVE] = "display_active",
 	[FIELD_PROCESSES] = "processes",
+	[FIELD_MIG_MODE] = "mig_mode",
+	[FIELD_MIG_MAX] = "mig_max",
+	[FIELD_MIG_HANDLE] = "mig_handle",
+	[FIELD_GPU_INSTANCE_ID] = "gpu_instance_id",
+	[FIELD_COMPUTE_INSTANCE_ID] = "compute_instance_id",
 };
 
 int fixture_error_code(const char *name)

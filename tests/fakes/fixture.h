@@ -44,6 +44,12 @@ enum fixture_field {
 	FIELD_DISPLAY_MODE,
 	FIELD_DISPLAY_ACTIVE,
 	FIELD_PROCESSES,
+	/* MIG calls, for fault injection (tests/integration/faults_test.sh) */
+	FIELD_MIG_MODE,
+	FIELD_MIG_MAX,
+	FIELD_MIG_HANDLE,
+	FIELD_GPU_INSTANCE_ID,
+	FIELD_COMPUTE_INSTANCE_ID,
 	FIELD_COUNT
 };
 

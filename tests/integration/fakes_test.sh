@@ -127,7 +127,7 @@ has "smi: failing fields print nvidia-smi's placeholders" \
 	'^1, [^,]+, \[Not Supported\], \[Insufficient Permissions\], \[Insufficient Permissions\], \[Insufficient Permissions\], '
 has "smi: unsupported serial/display are [N/A], unknown errors [Unknown Error]" \
 	'^3, .*, \[N/A\], \[N/A\], \[N/A\], \[Unknown Error\], 00000000:4E:00\.0, \[Not Supported\]$'
-has "smi: v2-only memory failure does not show (free excludes reserved)" '^3, [^,]+, 5, 81920, 3000, 78320, '
+has "smi: without the v2 memory query, used includes reserved (as NVML's v1 answer does)" '^3, [^,]+, 5, 81920, 3600, 78320, '
 has "smi: a handle error prints NVML's error string" \
 	'^Unable to determine the device handle for GPU0000:87:00\.0: Unknown Error$'
 
