@@ -524,6 +524,10 @@ static int read_snapshot(struct nvml *nvml, struct gpurun_snapshot *snapshot,
 				   "NVML: started, but the driver could not count the GPUs "
 				   "(nvmlDeviceGetCount: %s, error %d; library %s)",
 				   error_name(code), code, nvml->path);
+	/* As nvidia-smi's "No devices were found": there is nothing to choose from, ever. */
+	if (count == 0)
+		return gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO,
+				   "NVML: the driver sees no GPU (library %s)", nvml->path);
 	status = gpurun_snapshot_init(snapshot, count, err);
 	if (status)
 		return status;

@@ -156,6 +156,9 @@ expect_error "the launcher does not run the command without GPU information" 69 
 use_fixture no-driver.fixture
 run "$GPURUN" --print --source nvml
 expect_error "NVML without a driver names the cause" 69 "[Dd]river"
+use_fixture no-devices.fixture
+run "$GPURUN" --print
+expect_error "a driver that sees no GPU: exit 69 from both sources" 69 "NVML: the driver sees no GPU.*No devices were found"
 use_fixture smi-hang.fixture
 start_clock
 run "$GPURUN" --print --source nvidia-smi --smi-timeout 0.3
