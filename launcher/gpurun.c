@@ -229,7 +229,7 @@ static int choose(const struct gpurun_request *request)
 		fprintf(stderr, "gpurun: %s\n", choice.mask.warning);
 	if ((request->explain || request->verbose) && (status == 0 || status == GPURUN_EXIT_BUSY))
 		explain(request, &choice);
-	if (status == GPURUN_EXIT_BUSY && request->cpu_fallback) {
+	if (request->cpu_fallback && gpurun_cpu_fallback_applies(status)) {
 		fprintf(stderr, "gpurun: %s; running on the CPU (--cpu-fallback)\n", err.message);
 		/* Hide the AMD GPUs too where there are some (an empty list leaves ROCr none). */
 		bool has_amd = false;

@@ -389,6 +389,11 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	return status;
 }
 
+bool gpurun_cpu_fallback_applies(int status)
+{
+	return status == GPURUN_EXIT_BUSY || status == GPURUN_EXIT_NO_GPU_INFO;
+}
+
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
 			 char *buffer, size_t size)
 {

@@ -398,6 +398,9 @@ struct gpurun_choice {
  * were available after every attempt, or another error status. progress may be NULL. */
 int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *progress,
 		   void *progress_context, struct gpurun_choice *choice, struct gpurun_error *err);
+/* True when --cpu-fallback turns this gpurun_acquire failure into a run on the CPU: the GPUs
+ * are busy, or there is no GPU at all (the same script on a laptop and on a GPU node). */
+bool gpurun_cpu_fallback_applies(int status);
 /* Writes the CUDA_VISIBLE_DEVICES value for the choice (indices, or UUIDs with --uuid).
  * Returns 0, or -1 when it does not fit. */
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,

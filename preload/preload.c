@@ -142,7 +142,7 @@ static int choose(void)
 	char visible[8192];
 
 	int status = gpurun_acquire(&request, NULL, NULL, &choice, &err);
-	if (status == GPURUN_EXIT_BUSY && request.cpu_fallback) {
+	if (request.cpu_fallback && gpurun_cpu_fallback_applies(status)) {
 		say("%s; running on the CPU (--cpu-fallback)", err.message);
 		gpurun_choice_free(&choice);
 		hand_off("");

@@ -276,6 +276,14 @@ with "--print" "$HOST"
 expect_error "command-only actions in GPURUN_OPTIONS: exit 2" 2 "GPURUN_OPTIONS"
 GPURUN_NVML_LIB=$SCRATCH/none.so GPURUN_NVIDIA_SMI=$SCRATCH/no-smi with "--lazy" "$DIRECT"
 expect_error "no GPU information: one line, exit 69" 69 "no GPU information"
+GPURUN_NVML_LIB=$SCRATCH/none.so GPURUN_NVIDIA_SMI=$SCRATCH/no-smi with "--cpu-fallback" "$HOST"
+if [ "$STATUS" = 0 ] && [ "$OUT_TEXT" = "|PCI_BUS_ID|" ] && [ "$(wc -l <<<"$ERR_TEXT")" = 1 ] &&
+	[[ "$ERR_TEXT" == "gpurun: no GPU information"*"cpu-fallback"* ]]; then
+	ok "no GPU at all with --cpu-fallback: one line, and the program runs on the CPU"
+else
+	not_ok "no GPU at all with --cpu-fallback: one line, and the program runs on the CPU" \
+		"status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"
+fi
 
 # --- nvidia-smi as the source: it must not choose again inside nvidia-smi ---------------------------
 # A static stand-in (no preload runs in it) fails if nvidia-smi inherits GPURUN_OPTIONS; without
