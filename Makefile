@@ -130,6 +130,16 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libgpurun.a $(DESTDIR)$(INCLUDEDIR)/gpurun.h \
 		$(DESTDIR)$(MANDIR)/man1/gpurun.1
 
+# ---- static analysis: `make lint` (configuration and reasons: .clang-tidy, .cppcheck-suppressions;
+# clang-tidy's compiler flags: compile_flags.txt)
+LINT_SRC = $(LIB_SRC) $(LAUNCHER_SRC) $(PRELOAD_SRC) $(wildcard examples/*.c)
+lint:
+	cppcheck --enable=warning,performance,portability --std=c11 --error-exitcode=1 -q \
+		--inline-suppr --suppressions-list=.cppcheck-suppressions -D_GNU_SOURCE -Ilib \
+		$(LINT_SRC)
+	@printf '%s\n' $(LINT_SRC) | xargs -P $$(nproc) -n 2 clang-tidy --quiet 2>/dev/null
+	@echo "lint: cppcheck and clang-tidy found nothing"
+
 # ---- fuzzing: libFuzzer targets for every parser of outside input (tests/fuzz) -----------------
 # `make fuzz` runs each for FUZZ_SECONDS from its seed corpus and records the executions in
 # bench/RESULTS.md ("Hardening"); a finding is saved under build-fuzz/findings and fails it.
@@ -161,7 +171,7 @@ FUZZ_RESULTS ?= bench/RESULTS.md
 fuzz: fuzz-build all $(FAKES) $(HELPERS)
 	@FUZZ_RESULTS=$(FUZZ_RESULTS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
-.PHONY: fuzz fuzz-build
+.PHONY: fuzz fuzz-build lint
 
 clean:
 	rm -rf $(B) build-asan $(FUZZ_B)

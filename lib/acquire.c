@@ -238,12 +238,11 @@ static bool read_events(struct waiter *waiter, unsigned *lock_closes_seen)
 		for (char *p = buffer; p < buffer + length;) {
 			const struct inotify_event *event = (const struct inotify_event *)p;
 
-			if (event->mask & IN_Q_OVERFLOW)
+			/* A lost event (overflow) may have been any of them: look again. */
+			if (event->mask & IN_Q_OVERFLOW || event->wd == waiter->ahead_watch)
 				news = true;
 			else if (event->wd == waiter->lock_watch)
 				(*lock_closes_seen)++;
-			else if (event->wd == waiter->ahead_watch)
-				news = true;
 			p += sizeof(*event) + event->len;
 		}
 	}

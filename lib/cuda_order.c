@@ -187,7 +187,7 @@ static void parse_report(char *text, struct gpurun_cuda_order *order)
 				 hex + 20);
 		} else if (strncmp(line, "end ", 4) == 0) {
 			order->answered = true;
-			if (atoi(line + 4) == CUDA_ERROR_NO_DEVICE)
+			if (strtol(line + 4, NULL, 10) == CUDA_ERROR_NO_DEVICE)
 				order->count = 0;
 			return;
 		} else if (strncmp(line, "error ", 6) == 0) {

@@ -4,7 +4,8 @@
 
 #include "gpurun.h"
 
-int gpurun_fail(struct gpurun_error *err, int status, const char *fmt, ...)
+/* The name in parentheses: under static analysis gpurun.h makes gpurun_fail a macro too. */
+int (gpurun_fail)(struct gpurun_error *err, int status, const char *fmt, ...)
 {
 	if (err) {
 		va_list args;

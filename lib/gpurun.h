@@ -38,6 +38,11 @@ struct gpurun_error {
  * write `return gpurun_fail(err, GPURUN_EXIT_USAGE, "...")`. err may be NULL. */
 int gpurun_fail(struct gpurun_error *err, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+#ifdef __clang_analyzer__
+/* Static analysis (make lint) sees one file at a time: this tells it that gpurun_fail returns
+ * its status, which every `return gpurun_fail(...)` relies on being non-zero. */
+#define gpurun_fail(err, status, ...) (gpurun_fail((err), (status), __VA_ARGS__), (status))
+#endif
 
 /* ---- the device record ----------------------------------------------------------------- */
 

@@ -54,10 +54,15 @@ int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error 
 {
 	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 	struct stat st;
-	bool created = mkdir(lock_dir, 01777) == 0;
-	int cause = errno;
+	bool created = false;
 	int fd = open(lock_dir, flags);
+	int cause = errno;
 
+	if (fd < 0 && errno == ENOENT) {
+		created = mkdir(lock_dir, 01777) == 0;
+		cause = errno;
+		fd = open(lock_dir, flags);
+	}
 	if (fd < 0) {
 		if (lstat(lock_dir, &st) != 0)
 			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
@@ -205,14 +210,12 @@ void gpurun_lease_write_holder(int fd, char *const *command, int command_count)
 {
 	char record[HOLDER_RECORD_SIZE];
 	char host[GPURUN_HOST_SIZE] = "";
-	const char *user = "";
-	struct passwd *entry = getpwuid(getuid());
 
-	if (entry)
-		user = entry->pw_name;
+	/* The user's name is left to the reader (gpurun_lease_inspect): looking it up here
+	 * would cost every job a trip through NSS. */
 	gethostname(host, sizeof(host) - 1);
-	int used = snprintf(record, sizeof(record), "pid=%ld\nuid=%u\nuser=%s\nstart=%lld\nhost=%s\ncommand=",
-			    (long)getpid(), (unsigned)getuid(), user, (long long)time(NULL), host);
+	int used = snprintf(record, sizeof(record), "pid=%ld\nuid=%u\nstart=%lld\nhost=%s\ncommand=",
+			    (long)getpid(), (unsigned)getuid(), (long long)time(NULL), host);
 	if (used < 0 || (size_t)used >= sizeof(record))
 		return;
 	size_t length = (size_t)used;
@@ -310,6 +313,16 @@ static bool lock_is_held(int fd)
 	return errno == EWOULDBLOCK;
 }
 
+static void name_user(struct gpurun_holder *holder)
+{
+	struct passwd *entry = getpwuid(holder->uid);
+
+	if (entry)
+		snprintf(holder->user, sizeof(holder->user), "%s", entry->pw_name);
+	else
+		snprintf(holder->user, sizeof(holder->user), "%u", (unsigned)holder->uid);
+}
+
 void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot)
 {
 	int dir_fd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -331,6 +344,8 @@ void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot
 			device->leased = true;
 			if (length <= 0 || gpurun_holder_parse(record, (size_t)length, &device->holder) != 0)
 				memset(&device->holder, 0, sizeof(device->holder));
+			else if (!device->holder.user[0])
+				name_user(&device->holder);
 		}
 		close(fd);
 	}

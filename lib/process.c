@@ -39,7 +39,8 @@ static bool host_pids_are_ours(void)
 	if (length <= 0)
 		return true;
 	link[length] = '\0';
-	if (sscanf(link, "pid:[%lu]", &inode) != 1)
+	/* An overflowing number fails the comparison below, which is all it is for. */
+	if (sscanf(link, "pid:[%lu]", &inode) != 1) /* NOLINT(cert-err34-c) */
 		return true;
 	return inode == HOST_PID_NAMESPACE_INODE;
 }
@@ -83,7 +84,8 @@ static bool process_uid(int pid_fd, uid_t *uid)
 	if (sysfs_read_prefix_at(pid_fd, "status", status, sizeof(status)) <= 0)
 		return false;
 	line = strstr(status, "\nUid:");
-	if (!line || sscanf(line + 5, "%lu", &value) != 1)
+	/* The kernel writes a uid here; it cannot overflow an unsigned long. */
+	if (!line || sscanf(line + 5, "%lu", &value) != 1) /* NOLINT(cert-err34-c) */
 		return false;
 	*uid = (uid_t)value;
 	return true;

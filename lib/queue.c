@@ -37,14 +37,13 @@ int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir, const
 	snprintf(queue->pool, sizeof(queue->pool), "%016llx",
 		 (unsigned long long)pool_hash(pool_key));
 	snprintf(queue->path, sizeof(queue->path), "%s/queue", lock_dir);
-	if (mkdirat(lock_dir_fd, "queue", 01777) == 0) {
-		int fd = openat(lock_dir_fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0) {
-			fchmod(fd, 01777);
-			close(fd);
-		}
-	}
 	queue->dir_fd = openat(lock_dir_fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (queue->dir_fd < 0 && errno == ENOENT && mkdirat(lock_dir_fd, "queue", 01777) == 0) {
+		queue->dir_fd = openat(lock_dir_fd, "queue",
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (queue->dir_fd >= 0)
+			fchmod(queue->dir_fd, 01777);  /* mkdirat applied the umask */
+	}
 	if (queue->dir_fd < 0)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 				   "cannot open queue directory %s: %s (fix: remove it)", queue->path,
@@ -117,12 +116,14 @@ size_t queue_waiting_ahead(struct queue *queue)
 	/* qsort's array must not be NULL, even for no elements. */
 	if (count > 1)
 		qsort(older, count, sizeof(*older), compare_names);
-	/* Youngest first: the nearest live one is the ticket to watch. */
+	/* Youngest first: the nearest live ticket is the one to watch, and the only one whose
+	 * liveness matters now. Those before it are counted as they stand (a dead one among them
+	 * is found and removed when it comes up as someone's nearest), so a look costs one check,
+	 * not one per waiter. */
 	for (size_t i = count; i-- > 0;) {
-		if (queue_ticket_is_live(queue, older[i])) {
-			if (!queue->ahead[0])
-				snprintf(queue->ahead, sizeof(queue->ahead), "%s", older[i]);
-			live++;
+		if (!queue->ahead[0] && queue_ticket_is_live(queue, older[i])) {
+			snprintf(queue->ahead, sizeof(queue->ahead), "%s", older[i]);
+			live = i + 1;
 		}
 		free(older[i]);
 	}

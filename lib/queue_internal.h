@@ -24,8 +24,8 @@ struct queue {
 
 int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir, const char *pool_key,
 	       struct gpurun_error *err);
-/* Counts live waiters ahead of us (all live waiters of the pool before we join) and
- * remembers the nearest one in queue->ahead. */
+/* Counts the waiters ahead of us (all waiters of the pool before we join) and remembers the
+ * nearest live one in queue->ahead; 0 exactly when no live waiter is ahead. */
 size_t queue_waiting_ahead(struct queue *queue);
 int queue_join(struct queue *queue, struct gpurun_error *err);
 /* A ticket is live while its waiter holds it; a dead waiter's ticket is removed on sight. */

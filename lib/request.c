@@ -513,7 +513,7 @@ int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
 	int command_start = parse_words(&p, count, words);
 
 	request->command = command_start < count ? words + command_start : NULL;
-	request->command_count = count - command_start;
+	request->command_count = command_start < count ? count - command_start : 0;
 	if (help_or_version(&p))
 		return 0;
 	if (p.status != 0 || check_consistency(&p) != 0)
