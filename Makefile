@@ -4,7 +4,13 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share
+BASH_COMPLETION_DIR ?= $(DATADIR)/bash-completion/completions
+ZSH_COMPLETION_DIR ?= $(DATADIR)/zsh/site-functions
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
+VERSION := $(shell sed -n 's/^\#define GPURUN_VERSION "\(.*\)"/\1/p' lib/gpurun.h)
+SONAME = libgpurun.so.0
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -35,9 +41,10 @@ HELPERS = $(HELPER_SRC:tests/helpers/%.c=$(B)/helpers/%)
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
-PROGRAMS = $(B)/gpurun $(B)/libgpurun.a $(B)/libgpurun-preload.so
+PROGRAMS = $(B)/gpurun $(B)/libgpurun.a $(B)/libgpurun.so $(B)/libgpurun-preload.so \
+	$(B)/gpurun.pc $(B)/examples/pick
 
-.PHONY: all check unit integration demo bench install uninstall clean
+.PHONY: all check unit integration demo bench install uninstall clean deb FORCE
 all: $(PROGRAMS)
 
 $(B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h) $(wildcard launcher/*.h)
@@ -47,6 +54,35 @@ $(B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h) $(wildcard launcher/
 $(B)/libgpurun.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
+
+# The shared library exports the public API (gpurun_*) and nothing else (lib/libgpurun.map).
+$(B)/libgpurun.so.$(VERSION): $(LIB_OBJ) lib/libgpurun.map
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
+		-Wl,--version-script,lib/libgpurun.map -o $@ $(LIB_OBJ) $(LDLIBS_GPURUN)
+
+$(B)/libgpurun.so: $(B)/libgpurun.so.$(VERSION)
+	ln -sf libgpurun.so.$(VERSION) $(B)/$(SONAME)
+	ln -sf $(SONAME) $@
+
+$(B)/gpurun.pc: Makefile $(B)/install-paths.txt
+	@mkdir -p $(@D)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+		'Name: gpurun' 'Description: choose free GPUs by GPUtil'"'"'s rules and lease them' \
+		'Version: $(VERSION)' 'Libs: -L$${libdir} -lgpurun' 'Libs.private: -ldl -lm' \
+		'Cflags: -I$${includedir}' >$@
+
+# An example of the C API (README), built against the static library like a user's program.
+$(B)/examples/%: examples/%.c lib/gpurun.h $(B)/libgpurun.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a $(LDLIBS_GPURUN)
+
+# The launcher has LIBDIR compiled in (where an installed gpurun finds its preload library),
+# gpurun.pc the install paths: both are rebuilt whenever those change.
+$(B)/install-paths.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PREFIX) $(LIBDIR) $(INCLUDEDIR)' | cmp -s - $@ || echo '$(PREFIX) $(LIBDIR) $(INCLUDEDIR)' >$@
+$(B)/obj/launcher/gpurun.o: $(B)/install-paths.txt
+FORCE:
 
 $(B)/gpurun: $(LAUNCHER_OBJ) $(B)/libgpurun.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_GPURUN)
@@ -118,17 +154,49 @@ bench: all $(FAKES) $(HELPERS) $(BENCH_BIN)
 	@bench/run.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BASH_COMPLETION_DIR) \
+		$(DESTDIR)$(ZSH_COMPLETION_DIR)
 	install -m 755 $(B)/gpurun $(DESTDIR)$(BINDIR)/gpurun
 	install -m 755 $(B)/libgpurun-preload.so $(DESTDIR)$(LIBDIR)/libgpurun-preload.so
+	install -m 755 $(B)/libgpurun.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libgpurun.so.$(VERSION)
+	ln -sf libgpurun.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libgpurun.so
 	install -m 644 $(B)/libgpurun.a $(DESTDIR)$(LIBDIR)/libgpurun.a
 	install -m 644 lib/gpurun.h $(DESTDIR)$(INCLUDEDIR)/gpurun.h
+	install -m 644 $(B)/gpurun.pc $(DESTDIR)$(PKGCONFIGDIR)/gpurun.pc
 	install -m 644 gpurun.1 $(DESTDIR)$(MANDIR)/man1/gpurun.1
+	install -m 644 completions/gpurun.bash $(DESTDIR)$(BASH_COMPLETION_DIR)/gpurun
+	install -m 644 completions/_gpurun $(DESTDIR)$(ZSH_COMPLETION_DIR)/_gpurun
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpurun $(DESTDIR)$(LIBDIR)/libgpurun-preload.so \
-		$(DESTDIR)$(LIBDIR)/libgpurun.a $(DESTDIR)$(INCLUDEDIR)/gpurun.h \
-		$(DESTDIR)$(MANDIR)/man1/gpurun.1
+		$(DESTDIR)$(LIBDIR)/libgpurun.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/libgpurun.so $(DESTDIR)$(LIBDIR)/libgpurun.a \
+		$(DESTDIR)$(INCLUDEDIR)/gpurun.h $(DESTDIR)$(PKGCONFIGDIR)/gpurun.pc \
+		$(DESTDIR)$(MANDIR)/man1/gpurun.1 $(DESTDIR)$(BASH_COMPLETION_DIR)/gpurun \
+		$(DESTDIR)$(ZSH_COMPLETION_DIR)/_gpurun
+
+# `make deb`: a Debian package of an install into /usr, built with dpkg-deb alone
+# (build-deb/gpurun_VERSION_ARCH.deb; tests/integration/package_test.sh installs it).
+DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_ROOT = build-deb/root
+deb:
+	rm -rf $(DEB_ROOT)
+	$(MAKE) --no-print-directory B=build-deb PREFIX=/usr DESTDIR=$(CURDIR)/$(DEB_ROOT) install
+	install -d $(DEB_ROOT)/DEBIAN $(DEB_ROOT)/usr/share/doc/gpurun
+	install -m 644 LICENSE $(DEB_ROOT)/usr/share/doc/gpurun/copyright
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/gpurun.1
+	printf '%s\n' 'Package: gpurun' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
+		'Maintainer: gpurun developers <gpurun@localhost>' 'Section: utils' 'Priority: optional' \
+		'Depends: libc6' \
+		'Installed-Size: '"$$(du -sk $(DEB_ROOT)/usr | cut -f1)" \
+		'Description: pick free GPUs by GPUtil'"'"'s rules, lease them, run a program' \
+		' gpurun reads GPU load and memory through NVML (or nvidia-smi), keeps the GPUs that' \
+		' are free by GPUtil'"'"'s rules, leases them with flock, sets CUDA_VISIBLE_DEVICES and' \
+		' execs the program. A preload library does the same inside unmodified programs.' \
+		>$(DEB_ROOT)/DEBIAN/control
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) build-deb/gpurun_$(VERSION)_$(DEB_ARCH).deb
 
 # ---- static analysis: `make lint` (configuration and reasons: .clang-tidy, .cppcheck-suppressions;
 # clang-tidy's compiler flags: compile_flags.txt)
@@ -174,4 +242,4 @@ fuzz: fuzz-build all $(FAKES) $(HELPERS)
 .PHONY: fuzz fuzz-build lint
 
 clean:
-	rm -rf $(B) build-asan $(FUZZ_B)
+	rm -rf $(B) build-asan $(FUZZ_B) build-deb

@@ -114,4 +114,9 @@ spread() { awk '{ printf "%.0f–%.0f µs", $2, $3 }' <<<"$1"; }
 	echo "the library $cuinit_plain µs; with it in lazy mode, which chooses and leases a GPU inside"
 	echo "cuInit, $cuinit_lazy µs: the lazy choice adds **$(awk -v a="$cuinit_lazy" -v b="$cuinit_plain" 'BEGIN { printf "%.0f µs", a - b }')** to CUDA initialization."
 } >>"$out"
+# The hardening figures (fuzzing, fault injection) come from `make fuzz`, which writes them to
+# bench/hardening.md: too long a run for a benchmark, so they are carried over as they are.
+if [ -f bench/hardening.md ]; then
+	{ echo; cat bench/hardening.md; } >>"$out"
+fi
 cat "$out"

@@ -194,6 +194,10 @@ static bool parse_record(struct text line, struct gpurun_device *device,
 	    !parse_number(columns[COLUMN_TEMPERATURE], &device->temperature) ||
 	    !parse_number(columns[COLUMN_POWER], &device->power_draw))
 		return false;
+	/* Over 100 % is no reading: the columns are not where they should be (found by
+	 * tests/fuzz/smi_fuzz.c: a line with two fields too many passed as utilization 40920 %). */
+	if (utilization > 100)
+		return false;
 	device->load = utilization / 100;
 	copy_text(columns[COLUMN_UUID], device->uuid, sizeof(device->uuid));
 	copy_text(columns[COLUMN_NAME], device->name, sizeof(device->name));
@@ -434,11 +438,19 @@ static struct text complaint(const struct smi_output *output)
 	return first_words(output->errors, output->errors_length);
 }
 
-static int explain_failure(int wait_status, const struct smi_output *output,
+static int explain_failure(const char *program, int wait_status, const struct smi_output *output,
 			   struct gpurun_error *err)
 {
 	struct text said = complaint(output);
 	char how[64];
+
+	/* Where posix_spawn cannot report a failed exec (glibc before 2.24, valgrind), the child
+	 * exits with 127 instead, as the shell does for a command it cannot find. */
+	if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 127 && said.length == 0)
+		return strchr(program, '/')
+		       ? gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO, "nvidia-smi: cannot run %s "
+				     "(exited with status 127: missing or not executable)", program)
+		       : gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO, "nvidia-smi: not found on PATH");
 
 	if (WIFSIGNALED(wait_status))
 		snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(wait_status));
@@ -490,7 +502,7 @@ int gpurun_probe_smi(double timeout_s, struct gpurun_snapshot *snapshot, struct 
 					     "nvidia-smi: did not answer within %g s; killed it",
 					     timeout_s);
 		else if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0)
-			status = explain_failure(wait_status, &output, err);
+			status = explain_failure(program, wait_status, &output, err);
 		else
 			status = gpurun_smi_parse(output.text ? output.text : "", output.length,
 						  snapshot, err);

@@ -10,7 +10,7 @@ export GPURUN_LOCK_DIR
 trap 'rm -rf "$GPURUN_LOCK_DIR"' EXIT
 unset CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER
 
-step() { printf '\n$ %s\n' "$*"; "$@"; }
+step() { printf '\n$'; printf ' %q' "$@"; printf '\n'; "$@"; }
 step build/gpurun --show
 step build/gpurun --show --all
 step build/gpurun --limit 1 --order memory sh -c 'echo "the program sees CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER=$CUDA_DEVICE_ORDER"'
