@@ -197,6 +197,18 @@ static int exec_command(const struct gpurun_request *request)
 	return cause == ENOENT || cause == ENOTDIR ? GPURUN_EXIT_NOT_FOUND : GPURUN_EXIT_CANNOT_EXEC;
 }
 
+/* True when the list holds an index: --uuid hands out one too, for a GPU whose UUID could not
+ * be read, and an index means the GPU nvidia-smi shows only in PCI_BUS_ID order. */
+static bool names_an_index(const char *visible)
+{
+	for (const char *entry = visible; *entry; entry += strcspn(entry, ",")) {
+		entry += *entry == ',';
+		if (*entry && strncmp(entry, "GPU-", 4) != 0 && strncmp(entry, "MIG-", 4) != 0)
+			return true;
+	}
+	return false;
+}
+
 /* Hands the choice to the program through its environment, then becomes the program. AMD GPUs
  * go in ROCR_VISIBLE_DEVICES alone: HIP_VISIBLE_DEVICES would index into what ROCr left. */
 static int hand_off(const struct gpurun_request *request, const struct gpurun_choice *choice,
@@ -204,9 +216,10 @@ static int hand_off(const struct gpurun_request *request, const struct gpurun_ch
 {
 	const char *variable = gpurun_choice_variable(choice);
 	bool cuda = strcmp(variable, "CUDA_VISIBLE_DEVICES") == 0;
+	bool indices = !request->uuid || names_an_index(visible);
 
 	if (setenv(variable, visible, 1) != 0 ||
-	    (cuda && !request->uuid && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
+	    (cuda && indices && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
 	    setenv("GPURUN_CHOSEN", visible, 1) != 0) {
 		fprintf(stderr, "gpurun: cannot set the environment: %s\n", strerror(errno));
 		return GPURUN_EXIT_SOFTWARE;

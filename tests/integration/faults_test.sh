@@ -301,6 +301,18 @@ for call in init count; do
 	fi
 done
 
+# With --uuid, a GPU whose UUID cannot be read is handed out by its index, which means that GPU
+# only in PCI order: the program must then get CUDA_DEVICE_ORDER=PCI_BUS_ID too.
+use_fixture "$SCRATCH/no-uuid.fixture"
+base_fixture "error uuid UNKNOWN" "" "" >"$GPURUN_FAKE_FIXTURE"
+run "$GPURUN" --uuid --no-lease --limit 2 --order load sh -c 'echo "$CUDA_VISIBLE_DEVICES $CUDA_DEVICE_ORDER"'
+expect "--uuid with a GPU whose UUID is unknown: its index, and CUDA_DEVICE_ORDER=PCI_BUS_ID" 0 \
+	"1,GPU-0a11ce00-1b2c-4d3e-8f40-5a6b7c8d9e00 PCI_BUS_ID"
+base_fixture "" "" "" >"$GPURUN_FAKE_FIXTURE"
+run "$GPURUN" --uuid --no-lease --limit 2 --order load sh -c 'echo "$CUDA_VISIBLE_DEVICES ${CUDA_DEVICE_ORDER:-unset}"'
+expect "... and with every UUID known, CUDA_DEVICE_ORDER is left alone" 0 \
+	"GPU-1b22df11-2c3d-4e4f-9051-6b7c8d9e0f11,GPU-0a11ce00-1b2c-4d3e-8f40-5a6b7c8d9e00 unset"
+
 total=$((cases + fatal))
 printf '# faults: %d injected, %d survived\n' "$total" "$((survived + fatal_ok))"
 [ "$((survived + fatal_ok))" = "$total" ] || not_ok "every injected fault survived" \

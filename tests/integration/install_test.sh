@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# install_test.sh: `make install` into a temporary PREFIX, with LIBDIR outside it so that only
+# the compiled-in library directory can lead an installed gpurun to its preload library; what
+# is installed (the shared library's soname and exports, pkg-config, the man page, completions),
+# the example program built against the installed library, and `make uninstall`.
+. "$(dirname "$0")/lib.sh"
+
+PREFIX=$SCRATCH/prefix
+LIBDIR=$SCRATCH/elsewhere/lib64
+TREE=$SCRATCH/build
+# The nested make builds in its own tree (from a copy of this one's objects, so only the
+# launcher, which has LIBDIR compiled in, is rebuilt), with this build's sanitizers if any.
+mkdir -p "$TREE"
+cp -a "$BUILD/obj" "$TREE/obj"
+# A program linked against a sanitizer build's libraries needs the sanitizers' runtimes too.
+SANITIZER_FLAGS=${GPURUN_SANITIZED:+-fsanitize=address -fsanitize=undefined}
+nested_make() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$ROOT" --no-print-directory \
+	B="$TREE" ${GPURUN_SANITIZED:+SANITIZE=1} PREFIX="$PREFIX" LIBDIR="$LIBDIR" "$@"; }
+
+if ! nested_make install >"$SCRATCH/install.log" 2>&1; then
+	not_ok "make install into a temporary PREFIX" "$(tail -n 20 "$SCRATCH/install.log")"
+	exit 1
+fi
+ok "make install PREFIX=... LIBDIR=... succeeds"
+
+VERSION=$(sed -n 's/^#define GPURUN_VERSION "\(.*\)"/\1/p' "$ROOT/lib/gpurun.h")
+missing=""
+for file in "$PREFIX/bin/gpurun" "$LIBDIR/libgpurun-preload.so" "$LIBDIR/libgpurun.so.$VERSION" \
+	"$LIBDIR/libgpurun.so.0" "$LIBDIR/libgpurun.so" "$LIBDIR/libgpurun.a" \
+	"$PREFIX/include/gpurun.h" "$LIBDIR/pkgconfig/gpurun.pc" "$PREFIX/share/man/man1/gpurun.1" \
+	"$PREFIX/share/bash-completion/completions/gpurun" "$PREFIX/share/zsh/site-functions/_gpurun"; do
+	[ -e "$file" ] || missing+=" $file"
+done
+check "every file is installed where PREFIX and LIBDIR say${missing:+ (missing:$missing)}" test -z "$missing"
+
+soname=$(readelf -d "$LIBDIR/libgpurun.so.$VERSION" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+check "libgpurun.so has the soname libgpurun.so.0 (got '$soname'), libgpurun.so -> .so.0 -> .so.$VERSION" \
+	test "$soname" = libgpurun.so.0 -a "$(readlink "$LIBDIR/libgpurun.so")" = libgpurun.so.0 \
+	-a "$(readlink "$LIBDIR/libgpurun.so.0")" = "libgpurun.so.$VERSION"
+foreign=$(nm -D --defined-only "$LIBDIR/libgpurun.so" | awk '$2 ~ /[TDBR]/ && $3 !~ /^gpurun_/ { print $3 }' | tr '\n' ' ')
+check "libgpurun.so exports only gpurun_* (others: '$foreign')" test -z "$foreign"
+exported=$(nm -D --defined-only "$LIBDIR/libgpurun-preload.so" | awk '{ print $NF }' | sort | tr '\n' ' ')
+check "the installed preload library exports only its hooks ($exported)" test "$exported" = "cuInit dlopen "
+
+# The installed gpurun: its version, and --lazy finds the preload library through the
+# compiled-in LIBDIR (there is none beside bin/ or in ../lib).
+run "$PREFIX/bin/gpurun" --version
+expect "the installed gpurun --version" 0 "gpurun $VERSION"
+use_fixture four.fixture
+run "$PREFIX/bin/gpurun" --lazy sh -c 'printf "%s\n" "$LD_PRELOAD"'
+expect "the installed gpurun --lazy preloads the installed library (compiled-in LIBDIR)" 0 \
+	"$LIBDIR/libgpurun-preload.so"
+
+# pkg-config, and the README's example program built against the installed library.
+if command -v pkg-config >/dev/null; then
+	export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
+	flags=$(pkg-config --cflags --libs gpurun)
+	if cc $SANITIZER_FLAGS -o "$SCRATCH/pick" "$ROOT/examples/pick.c" $flags 2>"$SCRATCH/cc.err"; then
+		run env LD_LIBRARY_PATH="$LIBDIR" "$SCRATCH/pick" "--order memory"
+		expect "examples/pick.c, built with \$(pkg-config --cflags --libs gpurun), chooses" 0 \
+			"CUDA_VISIBLE_DEVICES=2 (1 GPU, leased until this program lets go)
+GPU 2 GPU-c37e0b91-5a28-4f6d-8e14-b92a6c0d7f35: NVIDIA A100-SXM4-80GB, load 3%, 2000 of 81920 MiB used"
+	else
+		not_ok "examples/pick.c builds with pkg-config's flags ($flags)" "$(cat "$SCRATCH/cc.err")"
+	fi
+	if cc $SANITIZER_FLAGS -o "$SCRATCH/pick-static" "$ROOT/examples/pick.c" -I"$PREFIX/include" \
+		"$LIBDIR/libgpurun.a" $(pkg-config --static --libs-only-l gpurun | sed 's/-lgpurun//') \
+		2>"$SCRATCH/cc.err"; then
+		run "$SCRATCH/pick-static"
+		[ "$STATUS" = 0 ] && ok "examples/pick.c links against the installed libgpurun.a" ||
+			not_ok "examples/pick.c links against the installed libgpurun.a" "status $STATUS: $ERR_TEXT"
+	else
+		not_ok "examples/pick.c links against the installed libgpurun.a" "$(cat "$SCRATCH/cc.err")"
+	fi
+else
+	skip "pkg-config --cflags --libs gpurun" "pkg-config is not installed"
+fi
+run "$BUILD/examples/pick" "--limit 2 --order free"
+[ "$STATUS" = 0 ] && [[ "$OUT_TEXT" == "CUDA_VISIBLE_DEVICES=2,3 (2 GPUs"* ]] &&
+	ok "the example built by make check runs (--limit 2 --order free: 2,3)" ||
+	not_ok "the example built by make check runs" "status $STATUS" "$OUT_TEXT" "$ERR_TEXT"
+
+# The man page: it renders cleanly and describes every option gpurun accepts.
+MAN=$PREFIX/share/man/man1/gpurun.1
+if command -v groff >/dev/null; then
+	warnings=$(groff -man -Tutf8 -ww "$MAN" 2>&1 >/dev/null)
+	check "gpurun.1 renders without warnings${warnings:+: $warnings}" test -z "$warnings"
+else
+	skip "gpurun.1 renders without warnings" "groff is not installed"
+fi
+undocumented=""
+for option in $(grep -o '{ "--[a-z-]*"' "$ROOT/lib/request.c" | cut -d'"' -f2); do
+	grep -q -- "$(sed 's/-/\\\\-/g' <<<"$option")" "$MAN" || undocumented+=" $option"
+done
+check "gpurun.1 describes every option${undocumented:+ (not:$undocumented)}" test -z "$undocumented"
+undocumented=""
+for variable in $(grep -rho 'getenv("[A-Z_]*")' "$ROOT/lib" "$ROOT/launcher" "$ROOT/preload" |
+	cut -d'"' -f2 | sort -u); do
+	[ "$variable" = LD_PRELOAD ] && continue
+	grep -q "$variable" "$MAN" || undocumented+=" $variable"
+done
+check "gpurun.1 describes every environment variable gpurun reads${undocumented:+ (not:$undocumented)}" \
+	test -z "$undocumented"
+help_options=$("$PREFIX/bin/gpurun" --help | grep -o -- '--[a-z-]*' | sort -u)
+for option in $help_options; do
+	grep -q -- "$(sed 's/-/\\\\-/g' <<<"$option")" "$MAN" || undocumented+=" $option"
+done
+check "every option of --help is in gpurun.1${undocumented:+ (not:$undocumented)}" test -z "$undocumented"
+
+# Completions: bash completes options and their values; zsh loads the function.
+completed=$(bash -c "source '$PREFIX/share/bash-completion/completions/gpurun'
+	COMP_WORDS=(gpurun --ord); COMP_CWORD=1; _gpurun; printf '%s ' \"\${COMPREPLY[@]}\"
+	COMP_WORDS=(gpurun --order m); COMP_CWORD=2; _gpurun; printf '%s ' \"\${COMPREPLY[@]}\"" 2>&1)
+check "bash completion: --ord → --order, --order m → memory (got '$completed')" \
+	test "$completed" = "--order memory "
+if command -v zsh >/dev/null; then
+	check "zsh completion parses" zsh -n "$PREFIX/share/zsh/site-functions/_gpurun"
+else
+	skip "zsh completion parses" "zsh is not installed"
+fi
+
+# make uninstall removes every file it installed (the directories may stay, as usual).
+nested_make uninstall >"$SCRATCH/uninstall.log" 2>&1
+left=$(find "$PREFIX" "$SCRATCH/elsewhere" \( -type f -o -type l \) | tr '\n' ' ')
+check "make uninstall removes everything it installed${left:+ (left: $left)}" test -z "$left"
