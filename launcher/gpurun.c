@@ -197,35 +197,15 @@ static int exec_command(const struct gpurun_request *request)
 	return cause == ENOENT || cause == ENOTDIR ? GPURUN_EXIT_NOT_FOUND : GPURUN_EXIT_CANNOT_EXEC;
 }
 
-/* True when the list holds an index: --uuid hands out one too, for a GPU whose UUID could not
- * be read, and an index means the GPU nvidia-smi shows only in PCI_BUS_ID order. */
-static bool names_an_index(const char *visible)
-{
-	for (const char *entry = visible; *entry; entry += strcspn(entry, ",")) {
-		entry += *entry == ',';
-		if (*entry && strncmp(entry, "GPU-", 4) != 0 && strncmp(entry, "MIG-", 4) != 0)
-			return true;
-	}
-	return false;
-}
-
-/* Hands the choice to the program through its environment, then becomes the program. AMD GPUs
- * go in ROCR_VISIBLE_DEVICES alone: HIP_VISIBLE_DEVICES would index into what ROCr left. */
+/* Hands the choice to the program through its environment, then becomes the program. */
 static int hand_off(const struct gpurun_request *request, const struct gpurun_choice *choice,
 		    const char *visible)
 {
-	const char *variable = gpurun_choice_variable(choice);
-	bool cuda = strcmp(variable, "CUDA_VISIBLE_DEVICES") == 0;
-	bool indices = !request->uuid || names_an_index(visible);
-
-	if (setenv(variable, visible, 1) != 0 ||
-	    (cuda && indices && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
-	    setenv("GPURUN_CHOSEN", visible, 1) != 0) {
+	if (gpurun_choice_export(choice, visible) != 0) {
 		fprintf(stderr, "gpurun: cannot set the environment: %s\n", strerror(errno));
 		return GPURUN_EXIT_SOFTWARE;
 	}
-	if (choice)
-		gpurun_lease_keep_across_exec(&choice->lease);
+	gpurun_lease_keep_across_exec(&choice->lease);
 	return exec_command(request);
 }
 
@@ -244,18 +224,16 @@ static int choose(const struct gpurun_request *request)
 		explain(request, &choice);
 	if (request->cpu_fallback && gpurun_cpu_fallback_applies(status)) {
 		fprintf(stderr, "gpurun: %s; running on the CPU (--cpu-fallback)\n", err.message);
-		/* Hide the AMD GPUs too where there are some (an empty list leaves ROCr none). */
-		bool has_amd = false;
-		for (size_t i = 0; i < choice.snapshot.count; i++)
-			has_amd = has_amd || choice.snapshot.devices[i].vendor == GPURUN_VENDOR_AMD;
-		if (has_amd && request->action != GPURUN_PRINT)
-			setenv("ROCR_VISIBLE_DEVICES", "", 1);
-		gpurun_choice_free(&choice);
 		if (request->action == GPURUN_PRINT) {
+			gpurun_choice_free(&choice);
 			puts("");
 			return 0;
 		}
-		return hand_off(request, NULL, "");
+		gpurun_lease_release(&choice.lease);
+		choice.count = 0;
+		status = hand_off(request, &choice, "");
+		gpurun_choice_free(&choice);
+		return status;
 	}
 	if (status != 0) {
 		gpurun_choice_free(&choice);

@@ -416,6 +416,42 @@ int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun
 	return 0;
 }
 
+/* True when the list holds an index: --uuid hands out one too, for a GPU whose UUID could not
+ * be read. */
+static bool names_an_index(const char *visible)
+{
+	for (const char *entry = visible; *entry; entry += strcspn(entry, ",")) {
+		entry += *entry == ',';
+		if (*entry && strncmp(entry, "GPU-", 4) != 0 && strncmp(entry, "MIG-", 4) != 0)
+			return true;
+	}
+	return false;
+}
+
+static bool snapshot_has_vendor(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->devices[i].vendor == vendor)
+			return true;
+	return false;
+}
+
+int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible)
+{
+	const char *variable = gpurun_choice_variable(choice);
+
+	if (setenv(variable, visible, 1) != 0 || setenv("GPURUN_CHOSEN", visible, 1) != 0)
+		return -1;
+	if (strcmp(variable, "CUDA_VISIBLE_DEVICES") == 0 && names_an_index(visible) &&
+	    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0)
+		return -1;
+	/* No GPU at all: an empty ROCR_VISIBLE_DEVICES leaves ROCr none either. */
+	if (choice->count == 0 && snapshot_has_vendor(&choice->snapshot, GPURUN_VENDOR_AMD) &&
+	    setenv("ROCR_VISIBLE_DEVICES", "", 1) != 0)
+		return -1;
+	return 0;
+}
+
 void gpurun_choice_free(struct gpurun_choice *choice)
 {
 	gpurun_lease_release(&choice->lease);

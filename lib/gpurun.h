@@ -410,6 +410,13 @@ bool gpurun_cpu_fallback_applies(int status);
  * Returns 0, or -1 when it does not fit. */
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
 			 char *buffer, size_t size);
+/* Puts a choice into this process's environment for the program about to run: the vendor's
+ * variable (gpurun_choice_variable) gets `visible`, CUDA_DEVICE_ORDER=PCI_BUS_ID is set when
+ * the list names a CUDA device by index (so that the index means the GPU nvidia-smi shows),
+ * and GPURUN_CHOSEN tells descendants the choice is made. A choice of no device
+ * (--cpu-fallback) gives the program no GPU of any vendor the snapshot has. Returns 0, or -1
+ * with errno. One hand-off for the launcher and the preload library. */
+int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible);
 void gpurun_choice_free(struct gpurun_choice *choice);
 /* The variable the choice is handed off in: "ROCR_VISIBLE_DEVICES" for AMD GPUs (never
  * HIP_VISIBLE_DEVICES, which indexes into what ROCr left), else "CUDA_VISIBLE_DEVICES". */

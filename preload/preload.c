@@ -117,12 +117,9 @@ static int configure(void)
 	return WAITING;
 }
 
-/* The same hand-off as the launcher's: GPURUN_CHOSEN tells descendants the choice is made. */
-static void hand_off(const char *visible)
+static void hand_off(const struct gpurun_choice *choice, const char *visible)
 {
-	if (setenv("CUDA_VISIBLE_DEVICES", visible, 1) != 0 ||
-	    (!request.uuid && setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0) ||
-	    setenv("GPURUN_CHOSEN", visible, 1) != 0)
+	if (gpurun_choice_export(choice, visible) != 0)
 		die(GPURUN_EXIT_SOFTWARE, "cannot set the environment: out of memory");
 }
 
@@ -144,15 +141,17 @@ static int choose(void)
 	int status = gpurun_acquire(&request, NULL, NULL, &choice, &err);
 	if (request.cpu_fallback && gpurun_cpu_fallback_applies(status)) {
 		say("%s; running on the CPU (--cpu-fallback)", err.message);
+		gpurun_lease_release(&choice.lease);
+		choice.count = 0;
+		hand_off(&choice, "");
 		gpurun_choice_free(&choice);
-		hand_off("");
 		return CHOSEN;
 	}
 	if (status != 0)
 		die(status, err.message);
 	if (gpurun_choice_format(&choice, &request, visible, sizeof(visible)) != 0)
 		die(GPURUN_EXIT_SOFTWARE, "the chosen list does not fit in CUDA_VISIBLE_DEVICES");
-	hand_off(visible);
+	hand_off(&choice, visible);
 	keep_lease(&choice);
 	gpurun_choice_free(&choice);
 	return CHOSEN;
