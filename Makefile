@@ -125,7 +125,7 @@ $(B)/helpers/%: tests/helpers/%.c $(B)/fakes/libcuda.so.1
 	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -o $@ $< -L$(B)/fakes $(if $(findstring direct,$*),-lcuda) \
 		-ldl -lpthread
 
-$(B)/bench/%: bench/%.c $(B)/libgpurun.a
+$(B)/bench/%: bench/%.c bench/timing.h $(B)/libgpurun.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a $(LDLIBS_GPURUN)
 

@@ -4,17 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
-#include <time.h>
+
+#include "timing.h"
 
 extern char **environ;
-
-static double now_seconds(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
 
 int main(int argc, char **argv)
 {
@@ -24,7 +17,7 @@ int main(int argc, char **argv)
 	}
 	int count = atoi(argv[1]);
 	int failures = 0;
-	double start = now_seconds();
+	double start = now_us() / 1e6;
 
 	for (int i = 0; i < count; i++) {
 		pid_t pid;
@@ -34,7 +27,7 @@ int main(int argc, char **argv)
 	for (int status; wait(&status) > 0;)
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			failures++;
-	printf("%.3f\n", now_seconds() - start);
+	printf("%.3f\n", now_us() / 1e6 - start);
 	if (failures)
 		fprintf(stderr, "burst: %d of %d copies failed\n", failures, count);
 	return failures != 0;

@@ -2,23 +2,10 @@
  * library, as the median of many, for the fixture in GPURUN_FAKE_FIXTURE. Prints microseconds. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "timing.h"
 
 #include "gpurun.h"
-
-static double now_us(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec * 1e6 + (double)now.tv_nsec / 1e3;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {

@@ -191,24 +191,18 @@ static void read_name(int device_fd, struct gpurun_device *device)
 /* The first hwmon directory of the device that answers: amdgpu registers exactly one. */
 static void read_sensors(int device_fd, struct gpurun_device *device)
 {
-	int hwmon_fd = openat(device_fd, "hwmon", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *hwmon;
+	DIR *hwmon = sysfs_open_dir_at(device_fd, "hwmon");
 	struct dirent *entry;
 
-	if (hwmon_fd < 0)
+	if (!hwmon)
 		return;
-	hwmon = fdopendir(hwmon_fd);
-	if (!hwmon) {
-		close(hwmon_fd);
-		return;
-	}
 	while ((entry = readdir(hwmon))) {
 		long long value;
 		int sensor_fd;
 
 		if (strncmp(entry->d_name, "hwmon", 5) != 0)
 			continue;
-		sensor_fd = openat(hwmon_fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		sensor_fd = openat(dirfd(hwmon), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (sensor_fd < 0)
 			continue;
 		if (isnan(device->temperature) &&
@@ -266,16 +260,13 @@ static int compare_cards(const void *a, const void *b)
 /* The AMD cards in the listing, sorted. Returns 0 with *cards (malloc'ed) and *count. */
 static int list_cards(int drm_fd, struct card **cards, size_t *count, struct gpurun_error *err)
 {
-	int listing_fd = dup(drm_fd);
-	DIR *listing = listing_fd >= 0 ? fdopendir(listing_fd) : NULL;
+	DIR *listing = sysfs_open_dir_at(drm_fd, ".");
 	struct dirent *entry;
 	size_t capacity = 0;
 
 	*cards = NULL;
 	*count = 0;
 	if (!listing) {
-		if (listing_fd >= 0)
-			close(listing_fd);
 		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "amdgpu: cannot list the cards: %s",
 				   strerror(errno));
 	}

@@ -258,17 +258,11 @@ static bool seen_before(struct usage *usage, size_t device, unsigned long long i
  * readable only with ptrace rights (root, or the same user): those processes stay unseen. */
 static void scan_process(const struct gpurun_snapshot *snapshot, int pid_fd, struct usage *usage)
 {
-	int fd_dir_fd = openat(pid_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *fds;
+	DIR *fds = sysfs_open_dir_at(pid_fd, "fd");
 	struct dirent *entry;
 
-	if (fd_dir_fd < 0)
+	if (!fds)
 		return;
-	fds = fdopendir(fd_dir_fd);
-	if (!fds) {
-		close(fd_dir_fd);
-		return;
-	}
 	while ((entry = readdir(fds))) {
 		char target[64];
 		struct drm_client client;
@@ -278,7 +272,7 @@ static void scan_process(const struct gpurun_snapshot *snapshot, int pid_fd, str
 		if (entry->d_name[0] == '.')
 			continue;
 		/* Only DRM device files have DRM fdinfo: skip the rest without reading it. */
-		length = readlinkat(fd_dir_fd, entry->d_name, target, sizeof(target) - 1);
+		length = readlinkat(dirfd(fds), entry->d_name, target, sizeof(target) - 1);
 		if (length <= 0)
 			continue;
 		target[length] = '\0';

@@ -137,3 +137,13 @@ unknown:
 		text[0] = '\0';
 	return false;
 }
+
+DIR *sysfs_open_dir_at(int dir_fd, const char *name)
+{
+	int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (fd >= 0 && !dir)
+		close(fd);
+	return dir;
+}

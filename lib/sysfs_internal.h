@@ -4,6 +4,7 @@
 #define GPURUN_SYSFS_INTERNAL_H
 
 #include <stdbool.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,6 +20,10 @@ int sysfs_path(char *path, size_t size, const char *tree, const char *fmt, ...)
 ssize_t sysfs_read_at(int dir_fd, const char *name, char *text, size_t size);
 /* The same, but a longer file is cut to size - 1 bytes instead of refused. */
 ssize_t sysfs_read_prefix_at(int dir_fd, const char *name, char *text, size_t size);
+
+/* Opens dir_fd/name (dir_fd may be AT_FDCWD; name "." for dir_fd itself) as a directory stream
+ * with its own read position; NULL when it cannot. */
+DIR *sysfs_open_dir_at(int dir_fd, const char *name);
 
 /* One decimal integer in [minimum, maximum], blanks and a newline around it allowed. */
 bool sysfs_parse_integer(const char *text, long long minimum, long long maximum, long long *value);
