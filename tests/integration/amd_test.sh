@@ -79,12 +79,12 @@ ROCR_VISIBLE_DEVICES=3 run "$GPURUN" sh -c "$SHOW_ENV"
 expect "the program gets the chosen physical index in place of the inherited mask" 0 "3|unset|unset|unset|3"
 
 # --- leases ------------------------------------------------------------------------------------------
-"$GPURUN" sleep 30 &
+"$GPURUN" sleep 600 &
 job=$!
 check "a running AMD job's GPU is skipped by the next gpurun" await_print 3
 check "its lock file is named by ROCr's UUID" test -f "$GPURUN_LOCK_DIR/GPU-0c5e61f7a9b0d4e2.lock"
 run "$GPURUN" --show
-if grep -Eq "^GPU 1 leased by pid $job \(.*\) since .*: sleep 30$" <<<"$OUT_TEXT"; then
+if grep -Eq "^GPU 1 leased by pid $job \(.*\) since .*: sleep 600$" <<<"$OUT_TEXT"; then
 	ok "--show names the holder of an AMD GPU"
 else
 	not_ok "--show names the holder of an AMD GPU" "$OUT_TEXT"
@@ -95,7 +95,7 @@ expect "two jobs never share an AMD GPU" 0 "3"
 check "SIGKILL frees it" await_print 1
 
 # A board without a unique id is leased by its PCI address.
-GPURUN_SYSFS_ROOT=$AMD/one "$GPURUN" --include-nan sleep 30 &
+GPURUN_SYSFS_ROOT=$AMD/one "$GPURUN" --include-nan sleep 600 &
 job=$!
 for i in $(seq 100); do [ -f "$GPURUN_LOCK_DIR/pci-0000_0b_00.0.lock" ] && break; sleep 0.05; done
 check "a GPU without a UUID is leased by its PCI address" test -f "$GPURUN_LOCK_DIR/pci-0000_0b_00.0.lock"

@@ -24,11 +24,13 @@ run "$GPURUN" --print
 run "$GPURUN" --print
 expect "--print holds no lease: the same GPU again" 0 "2"
 
-"$GPURUN" sleep 30 &
+# The job outlives any slowness of the checks below (valgrind runs each gpurun for seconds);
+# it is killed explicitly.
+"$GPURUN" sleep 600 &
 job=$!
 check "a running job's GPU is skipped by the next gpurun" await_print 3
 run "$GPURUN" --show
-if grep -Eq "^GPU 2 leased by pid $job \(.*\) since .*: sleep 30$" <<<"$OUT_TEXT"; then
+if grep -Eq "^GPU 2 leased by pid $job \(.*\) since .*: sleep 600$" <<<"$OUT_TEXT"; then
 	ok "--show names the holder: pid, user, host, start, command"
 else
 	not_ok "--show names the holder: pid, user, host, start, command" "$OUT_TEXT"
@@ -37,7 +39,7 @@ run "$GPURUN" --show --json
 if python3 -c "
 import json, sys
 gpus = json.load(sys.stdin)['gpus']
-assert gpus[2]['lease']['pid'] == $job and gpus[2]['lease']['command'] == 'sleep 30', gpus[2]
+assert gpus[2]['lease']['pid'] == $job and gpus[2]['lease']['command'] == 'sleep 600', gpus[2]
 assert gpus[3]['lease'] is None
 " <"$SCRATCH/stdout"; then ok "--json shows the lease holder"; else not_ok "--json shows the lease holder" "$OUT_TEXT"; fi
 run "$GPURUN" --print --no-lease
@@ -51,7 +53,7 @@ expect "SIGKILL of the job frees its GPU at once" 0 "2"
 run "$GPURUN" --show
 if ! grep -q "leased" <<<"$OUT_TEXT"; then ok "a stale holder record is ignored"; else not_ok "a stale holder record is ignored" "$OUT_TEXT"; fi
 
-"$GPURUN" sh -c 'sleep 30 & echo $! >"$0"; exit 0' "$SCRATCH/child"
+"$GPURUN" sh -c 'sleep 600 & echo $! >"$0"; exit 0' "$SCRATCH/child"
 check "a job that forks and exits: its child keeps the lease" await_print 3
 kill "$(cat "$SCRATCH/child")"
 check "the lease ends when the child exits" await_print 2

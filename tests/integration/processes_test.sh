@@ -66,11 +66,11 @@ fi
 use_fixture four.fixture
 
 # --- the lease holder under its GPU ---------------------------------------------------------------
-"$GPURUN" sleep 30 &
+"$GPURUN" sleep 600 &
 job=$!
 for i in $(seq 100); do [ "$("$GPURUN" --print 2>/dev/null)" = 3 ] && break; sleep 0.05; done
 run "$GPURUN" --show --processes
-if [ "$STATUS" = 0 ] && sed -n '/^|  2 /,/^|  3 /p' <<<"$OUT_TEXT" | grep -Eq "^    leased by pid $job \(.*\) since .*: sleep 30$" &&
+if [ "$STATUS" = 0 ] && sed -n '/^|  2 /,/^|  3 /p' <<<"$OUT_TEXT" | grep -Eq "^    leased by pid $job \(.*\) since .*: sleep 600$" &&
 	! grep -q "^GPU 2 leased" <<<"$OUT_TEXT"; then
 	ok "--processes puts the lease holder under its GPU, not below the table"
 else

@@ -244,9 +244,11 @@ expect "MIG: --min-count 1 settles for one instance" 0 "$MIG11"
 
 # Leases are per instance: two jobs on GPU 1 get two instances; the lock files are named by
 # the MIG UUIDs.
-CUDA_VISIBLE_DEVICES=1 "$GPURUN" --include-nan sh -c 'echo "$CUDA_VISIBLE_DEVICES" >"$0"; sleep 2' "$SCRATCH/first" &
+# The first job outlives any slowness of the checks (valgrind runs each gpurun for seconds);
+# it is killed explicitly, and exec makes its pid the one that holds the lease.
+CUDA_VISIBLE_DEVICES=1 "$GPURUN" --include-nan sh -c 'echo "$CUDA_VISIBLE_DEVICES" >"$0"; exec sleep 600' "$SCRATCH/first" &
 first_pid=$!
-for _ in $(seq 50); do [ -s "$SCRATCH/first" ] && break; sleep 0.05; done
+for _ in $(seq 1200); do [ -s "$SCRATCH/first" ] && break; sleep 0.05; done
 CUDA_VISIBLE_DEVICES=1 run "$GPURUN" --include-nan sh -c 'echo "$CUDA_VISIBLE_DEVICES"'
 if [ "$(cat "$SCRATCH/first")" = "$MIG11" ] && [ "$OUT_TEXT" = "$MIG12" ] && [ -f "$GPURUN_LOCK_DIR/$MIG11.lock" ]; then
 	ok "MIG: leases are per instance (lock file $MIG11.lock)"
