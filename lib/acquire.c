@@ -66,30 +66,35 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const bool *al
 	progress->busy = in_mask - available;
 }
 
-/* Leases candidates in order until `wanted` are held. Returns how many it holds. */
+/* Leases candidates in order until `wanted` are held. Returns how many it holds. An answer
+ * nobody will hold (--print) only looks at the leases: see gpurun_lease_observe. */
 static size_t lease_candidates(struct waiter *waiter, const struct gpurun_snapshot *snapshot,
 			       const size_t *candidates, size_t count, unsigned wanted,
 			       struct gpurun_choice *choice, struct gpurun_progress *progress,
 			       int *status, struct gpurun_error *err)
 {
+	bool observing = waiter->request->action == GPURUN_PRINT;
 	size_t held = 0;
 
 	for (size_t i = 0; i < count && held < wanted; i++) {
-		int fd;
-		int result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir,
-					      &snapshot->devices[candidates[i]], &fd, err);
+		const struct gpurun_device *device = &snapshot->devices[candidates[i]];
+		int fd = -1;
+		int result = observing
+			? gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device, err)
+			: gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir, device, &fd, err);
 		if (result == 1) {
 			progress->leased_by_others++;
-			waiter->own_lock_closes++;
+			if (!observing)
+				waiter->own_lock_closes++;
 			continue;
 		}
 		if (result != 0) {
 			*status = result;
 			break;
 		}
-		choice->lease.fds[held] = fd;
-		choice->chosen[held] = candidates[i];
-		choice->lease.count = ++held;
+		if (fd >= 0)
+			choice->lease.fds[choice->lease.count++] = fd;
+		choice->chosen[held++] = candidates[i];
 	}
 	return held;
 }

@@ -354,11 +354,17 @@ const char *gpurun_lock_dir(const struct gpurun_request *request);
  * symlink, a non-directory, a world-writable directory without the sticky bit and one this user
  * cannot write, with a message naming the path and the fix (status GPURUN_EXIT_LOCK_DIR). */
 int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error *err);
-/* Tries to lease one device without blocking. Returns 0 and the locked descriptor (close-on-
- * exec) in *fd, 1 when another holder has it, or an error status (a symlink or a non-regular
- * file where the lock file should be). */
+/* Tries to lease one device without blocking (it waits out, for a few milliseconds at most,
+ * an observer's instant look). Returns 0 and the locked descriptor (close-on-exec) in *fd, 1
+ * when another holder has it, or an error status (a symlink or a non-regular file where the
+ * lock file should be). */
 int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
 		     int *fd, struct gpurun_error *err);
+/* Looks whether a device is leased without claiming it, so that it never makes a claimant
+ * skip a free GPU, and without creating its lock file: 0 when free, 1 when leased, or an
+ * error status as gpurun_lease_try. For an answer nobody will hold (gpurun --print). */
+int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
+			 struct gpurun_error *err);
 /* Records the holder (this process, about to run `command`; NULL: this process's own command
  * line) in a leased lock file. Best effort: a lease without a record is still a lease. */
 void gpurun_lease_write_holder(int fd, char *const *command, int command_count);

@@ -17,6 +17,9 @@
 #include "gpurun.h"
 
 #define HOLDER_RECORD_SIZE 1024
+/* How long a claimant waits out observers' instant shared locks: 100 pauses of 100 µs. */
+#define OBSERVER_RETRIES 100
+#define OBSERVER_PAUSE_NS 100000
 
 const char *gpurun_lock_dir(const struct gpurun_request *request)
 {
@@ -146,14 +149,25 @@ static int open_lock_file(int dir_fd, const char *name)
 	return -1;
 }
 
-int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
-		     int *fd_out, struct gpurun_error *err)
+/* A shared, non-blocking lock succeeds exactly when nobody holds the lease. It is dropped at
+ * once, and a claimant that meets it waits that instant out (lock_exclusive). */
+static bool lock_is_held(int fd)
 {
-	char name[GPURUN_UUID_SIZE + 16];
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);
+		return false;
+	}
+	return errno == EWOULDBLOCK;
+}
+
+/* Refuses what an attacker may plant where a lock file belongs: a symlink (ELOOP from
+ * O_NOFOLLOW) or anything but a regular file (a FIFO would hang a reader, a device would be
+ * worse). Takes ownership of fd. */
+static int check_lock_file(int fd, const char *lock_dir, const char *name,
+			   struct gpurun_error *err)
+{
 	struct stat st;
 
-	lock_file_name(device, name, sizeof(name));
-	int fd = open_lock_file(dir_fd, name);
 	if (fd < 0) {
 		if (errno == ELOOP)
 			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
@@ -168,17 +182,73 @@ int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_devic
 				   "lock file %s/%s is not a regular file (fix: remove it)", lock_dir,
 				   name);
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+	return 0;
+}
+
+/* Only an exclusive lock is a lease. Observers (gpurun --print, --show) test for one with a
+ * shared lock held for an instant, so a claimant that finds the exclusive lock refused but a
+ * shared one granted has met observers only: it tries again a moment later rather than count
+ * a free GPU as taken. Returns 0 when locked, 1 when leased by another (or when observers
+ * outlast our patience), -1 with errno on a failure. */
+static int lock_exclusive(int fd)
+{
+	const struct timespec pause = { .tv_nsec = OBSERVER_PAUSE_NS };
+
+	for (int tries = 0;; tries++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return -1;
+		if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+			return errno == EWOULDBLOCK ? 1 : -1;
+		flock(fd, LOCK_UN);
+		if (tries == OBSERVER_RETRIES)
+			return 1;
+		nanosleep(&pause, NULL);
+	}
+}
+
+int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
+		     int *fd_out, struct gpurun_error *err)
+{
+	char name[GPURUN_UUID_SIZE + 16];
+
+	lock_file_name(device, name, sizeof(name));
+	int fd = open_lock_file(dir_fd, name);
+	int status = check_lock_file(fd, lock_dir, name, err);
+	if (status != 0)
+		return status;
+	int locked = lock_exclusive(fd);
+	if (locked != 0) {
 		int cause = errno;
 
 		close(fd);
-		if (cause == EWOULDBLOCK)
+		if (locked == 1)
 			return 1;
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot lock %s/%s: %s", lock_dir,
 				   name, strerror(cause));
 	}
 	*fd_out = fd;
 	return 0;
+}
+
+int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
+			 struct gpurun_error *err)
+{
+	char name[GPURUN_UUID_SIZE + 16];
+
+	lock_file_name(device, name, sizeof(name));
+	/* Read-only and never created: looking must not look like a release to a waiter
+	 * (inotify reports only closes of writable descriptors to it). */
+	int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	int status = check_lock_file(fd, lock_dir, name, err);
+	if (status != 0)
+		return status;
+	bool held = lock_is_held(fd);
+	close(fd);
+	return held ? 1 : 0;
 }
 
 /* Appends `word` to the record, replacing characters that would break its line format. */
@@ -300,17 +370,6 @@ void gpurun_lease_release(struct gpurun_lease *lease)
 	free(lease->fds);
 	lease->fds = NULL;
 	lease->count = 0;
-}
-
-/* A shared, non-blocking lock succeeds exactly when nobody holds the lease. It is dropped at
- * once; a claimant that collides with it in that instant skips the GPU for one look. */
-static bool lock_is_held(int fd)
-{
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(fd, LOCK_UN);
-		return false;
-	}
-	return errno == EWOULDBLOCK;
 }
 
 static void name_user(struct gpurun_holder *holder)

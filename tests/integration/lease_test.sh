@@ -53,6 +53,17 @@ expect "SIGKILL of the job frees its GPU at once" 0 "2"
 run "$GPURUN" --show
 if ! grep -q "leased" <<<"$OUT_TEXT"; then ok "a stale holder record is ignored"; else not_ok "a stale holder record is ignored" "$OUT_TEXT"; fi
 
+# --show and --print test a lease with a shared lock for an instant; this shell holds one for
+# as long as the checks take. It is a look, not a lease.
+exec 8<"$GPURUN_LOCK_DIR/$UUID2.lock"
+flock --shared 8
+run "$GPURUN" --print
+expect "a shared lock (someone looking) is not a lease to --print" 0 "2"
+run "$GPURUN" --show
+if ! grep -q "leased" <<<"$OUT_TEXT"; then ok "... nor to --show"; else not_ok "... nor to --show" "$OUT_TEXT"; fi
+flock --unlock 8
+exec 8<&-
+
 "$GPURUN" sh -c 'sleep 600 & echo $! >"$0"; exit 0' "$SCRATCH/child"
 check "a job that forks and exits: its child keeps the lease" await_print 3
 kill "$(cat "$SCRATCH/child")"

@@ -1,0 +1,204 @@
+/* lease_test: claiming and observing one GPU's lock file against other holders: a lease (an
+ * exclusive lock) keeps others out, an observer's instant shared lock does not, and an observer
+ * never claims or creates anything. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+static char lock_dir[64];
+static char lock_path[sizeof(lock_dir) + GPURUN_UUID_SIZE + 8];
+static int dir_fd = -1;
+static struct gpurun_device device;
+static struct gpurun_error err;
+
+static int make_lock_dir(void **state)
+{
+	(void)state;
+	snprintf(lock_dir, sizeof(lock_dir), "/tmp/gpurun-lease-test.XXXXXX");
+	assert_non_null(mkdtemp(lock_dir));
+	assert_int_equal(chmod(lock_dir, 01777), 0);
+	assert_int_equal(gpurun_lock_dir_open(lock_dir, &dir_fd, &err), 0);
+	memset(&device, 0, sizeof(device));
+	snprintf(device.uuid, sizeof(device.uuid), "GPU-0c0ffee0-1111-2222-3333-444444444444");
+	snprintf(lock_path, sizeof(lock_path), "%s/%s.lock", lock_dir, device.uuid);
+	return 0;
+}
+
+static int remove_lock_dir(void **state)
+{
+	(void)state;
+	unlink(lock_path);
+	close(dir_fd);
+	rmdir(lock_dir);
+	return 0;
+}
+
+/* Another holder's descriptor on the lock file, locked with `operation`. */
+static int hold(int operation)
+{
+	int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, operation | LOCK_NB), 0);
+	return fd;
+}
+
+static bool locked_by_someone(void)
+{
+	int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+	bool locked = flock(fd, LOCK_SH | LOCK_NB) != 0;
+
+	close(fd);
+	return locked;
+}
+
+static double now_seconds(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static void claiming_a_free_gpu_locks_it(void **state)
+{
+	(void)state;
+	int fd = -1;
+
+	assert_int_equal(gpurun_lease_try(dir_fd, lock_dir, &device, &fd, &err), 0);
+	assert_true(fd >= 0);
+	assert_true(locked_by_someone());
+	struct stat st;
+	assert_int_equal(stat(lock_path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0666);
+	close(fd);
+	assert_false(locked_by_someone());
+}
+
+static void a_lease_keeps_claimants_out_at_once(void **state)
+{
+	(void)state;
+	int lease = hold(LOCK_EX);
+	int fd = -1;
+
+	double start = now_seconds();
+	assert_int_equal(gpurun_lease_try(dir_fd, lock_dir, &device, &fd, &err), 1);
+	/* No waiting out a lease: that is for observers only (patience is 10 ms at most). */
+	assert_true(now_seconds() - start < 0.005);
+	assert_int_equal(fd, -1);
+	close(lease);
+}
+
+/* The race behind a flaky job placement: `gpurun --show` or `--print` tests a lease with a
+ * shared lock at the instant a job claims the GPU. The job must get the GPU. */
+static void a_claimant_waits_out_an_observers_instant_look(void **state)
+{
+	(void)state;
+	int ready[2];
+
+	assert_int_equal(pipe(ready), 0);
+	pid_t observer = fork();
+	assert_true(observer >= 0);
+	if (observer == 0) {
+		const struct timespec instant = { .tv_nsec = 2 * 1000 * 1000 };
+		int fd = open(lock_path, O_RDWR | O_CREAT, 0666);
+		if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) != 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		nanosleep(&instant, NULL);
+		flock(fd, LOCK_UN);
+		pause();        /* exiting could take long under valgrind; the parent kills us */
+		_exit(0);
+	}
+	char byte;
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	int fd = -1;
+	int result = gpurun_lease_try(dir_fd, lock_dir, &device, &fd, &err);
+	kill(observer, SIGKILL);
+	waitpid(observer, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+	assert_int_equal(result, 0);
+	close(fd);
+}
+
+static void an_observer_that_stays_is_not_waited_for_long(void **state)
+{
+	(void)state;
+	int observer = hold(LOCK_SH);
+	int fd = -1;
+
+	double start = now_seconds();
+	assert_int_equal(gpurun_lease_try(dir_fd, lock_dir, &device, &fd, &err), 1);
+	assert_true(now_seconds() - start < 1.0);
+	close(observer);
+}
+
+static void observing_reports_a_lease(void **state)
+{
+	(void)state;
+	int lease = hold(LOCK_EX);
+
+	assert_int_equal(gpurun_lease_observe(dir_fd, lock_dir, &device, &err), 1);
+	close(lease);
+	assert_int_equal(gpurun_lease_observe(dir_fd, lock_dir, &device, &err), 0);
+}
+
+static void observing_counts_another_observer_as_free(void **state)
+{
+	(void)state;
+	int observer = hold(LOCK_SH);
+
+	assert_int_equal(gpurun_lease_observe(dir_fd, lock_dir, &device, &err), 0);
+	close(observer);
+}
+
+static void observing_creates_no_lock_file(void **state)
+{
+	(void)state;
+	assert_int_equal(gpurun_lease_observe(dir_fd, lock_dir, &device, &err), 0);
+	assert_int_equal(access(lock_path, F_OK), -1);
+}
+
+static void observing_refuses_a_planted_symlink_or_fifo(void **state)
+{
+	(void)state;
+	assert_int_equal(symlink("/etc/passwd", lock_path), 0);
+	assert_int_equal(gpurun_lease_observe(dir_fd, lock_dir, &device, &err), GPURUN_EXIT_LOCK_DIR);
+	assert_non_null(strstr(err.message, "is a symlink"));
+	unlink(lock_path);
+	assert_int_equal(mkfifo(lock_path, 0666), 0);
+	assert_int_equal(gpurun_lease_observe(dir_fd, lock_dir, &device, &err), GPURUN_EXIT_LOCK_DIR);
+	assert_non_null(strstr(err.message, "not a regular file"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(claiming_a_free_gpu_locks_it, make_lock_dir,
+						remove_lock_dir),
+		cmocka_unit_test_setup_teardown(a_lease_keeps_claimants_out_at_once, make_lock_dir,
+						remove_lock_dir),
+		cmocka_unit_test_setup_teardown(a_claimant_waits_out_an_observers_instant_look,
+						make_lock_dir, remove_lock_dir),
+		cmocka_unit_test_setup_teardown(an_observer_that_stays_is_not_waited_for_long,
+						make_lock_dir, remove_lock_dir),
+		cmocka_unit_test_setup_teardown(observing_reports_a_lease, make_lock_dir,
+						remove_lock_dir),
+		cmocka_unit_test_setup_teardown(observing_counts_another_observer_as_free,
+						make_lock_dir, remove_lock_dir),
+		cmocka_unit_test_setup_teardown(observing_creates_no_lock_file, make_lock_dir,
+						remove_lock_dir),
+		cmocka_unit_test_setup_teardown(observing_refuses_a_planted_symlink_or_fifo,
+						make_lock_dir, remove_lock_dir),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
