@@ -66,26 +66,35 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const bool *al
 	progress->busy = in_mask - available;
 }
 
-/* Leases candidates in order until `wanted` are held. Returns how many it holds. An answer
- * nobody will hold (--print) only looks at the leases: see gpurun_lease_observe. */
-static size_t lease_candidates(struct waiter *waiter, const struct gpurun_snapshot *snapshot,
-			       const size_t *candidates, size_t count, unsigned wanted,
-			       struct gpurun_choice *choice, struct gpurun_progress *progress,
-			       int *status, struct gpurun_error *err)
+/* How a look takes one candidate: it claims the lease, or only looks at it for an answer
+ * nobody will hold (--print: see gpurun_lease_observe), or takes it as it is (--no-lease).
+ * Returns 0 when taken (with the locked descriptor in *fd when claimed), 1 when leased by
+ * another, or an error status. */
+static int take_one(struct waiter *waiter, const struct gpurun_device *device, int *fd,
+		    struct gpurun_error *err)
 {
-	bool observing = waiter->request->action == GPURUN_PRINT;
-	size_t held = 0;
+	if (waiter->lock_dir_fd < 0)
+		return 0;
+	if (waiter->request->action == GPURUN_PRINT)
+		return gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device, err);
+	int result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir, device, fd, err);
+	if (result == 1)
+		waiter->own_lock_closes++;      /* our failed claim closed a writable descriptor */
+	return result;
+}
 
-	for (size_t i = 0; i < count && held < wanted; i++) {
-		const struct gpurun_device *device = &snapshot->devices[candidates[i]];
+/* Takes candidates in order until `wanted` are taken. Returns how many it took. */
+static size_t take_in_order(struct waiter *waiter, const size_t *candidates, size_t count,
+			    unsigned wanted, struct gpurun_choice *choice,
+			    struct gpurun_progress *progress, int *status, struct gpurun_error *err)
+{
+	size_t taken = 0;
+
+	for (size_t i = 0; i < count && taken < wanted; i++) {
 		int fd = -1;
-		int result = observing
-			? gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device, err)
-			: gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir, device, &fd, err);
+		int result = take_one(waiter, &choice->snapshot.devices[candidates[i]], &fd, err);
 		if (result == 1) {
 			progress->leased_by_others++;
-			if (!observing)
-				waiter->own_lock_closes++;
 			continue;
 		}
 		if (result != 0) {
@@ -94,9 +103,9 @@ static size_t lease_candidates(struct waiter *waiter, const struct gpurun_snapsh
 		}
 		if (fd >= 0)
 			choice->lease.fds[choice->lease.count++] = fd;
-		choice->chosen[held++] = candidates[i];
+		choice->chosen[taken++] = candidates[i];
 	}
-	return held;
+	return taken;
 }
 
 /* Watches what can end our wait, so that each waiter is woken only by its own news: at the
@@ -131,13 +140,73 @@ static void watch_for_turn(struct waiter *waiter)
 		waiter->look_again = true;
 }
 
+/* The GPUs this look may hand out, best first, into candidates (*available of them): inside
+ * the inherited masks, available by the request's thresholds, of one vendor. */
+static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
+			   size_t *candidates, size_t *available, struct gpurun_progress *progress,
+			   struct gpurun_error *err)
+{
+	const struct gpurun_snapshot *snapshot = &choice->snapshot;
+	int status = gpurun_mask_apply(snapshot, &waiter->inherited, &waiter->cuda_order,
+				       &choice->mask, err);
+	if (status != 0)
+		return status;
+	if (choice->mask.nothing_allowed[0]) {
+		waiter->hopeless = true;
+		return gpurun_fail(err, GPURUN_EXIT_BUSY, "no GPU may be chosen: %s",
+				   choice->mask.nothing_allowed);
+	}
+	bool *allowed = malloc((snapshot->count > 0 ? snapshot->count : 1) * sizeof(*allowed));
+	if (!allowed)
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+	memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
+	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
+	*available = gpurun_select(snapshot, allowed, waiter->request, candidates);
+	*available = gpurun_select_vendor(snapshot, waiter->request, candidates, *available);
+	count_devices(snapshot, allowed, *available, progress);
+	free(allowed);
+	return 0;
+}
+
+/* Takes the first candidates that can be had. CUDA shows a process one MIG instance at most,
+ * and no whole GPU beside it: a job that wants several GPUs gets whole ones, or (when one is
+ * enough) a single instance. What cannot be completed goes back at once: no hoarding. */
+static int take_candidates(struct waiter *waiter, struct gpurun_choice *choice,
+			   size_t *candidates, size_t available, struct gpurun_progress *progress,
+			   struct gpurun_error *err)
+{
+	const struct gpurun_request *request = waiter->request;
+	size_t whole = 0;
+	int status = 0;
+
+	for (size_t i = 0; i < available; i++)
+		whole += choice->snapshot.devices[candidates[i]].mig_parent < 0;
+	unsigned wanted = wanted_count(request, whole > 0 ? whole : available > 0);
+	unsigned needed = needed_count(request, wanted);
+	size_t usable = wanted > 1
+		? gpurun_visible_whole_first(&choice->snapshot, candidates, available) : available;
+	progress->wanted = needed;
+	progress->mig_left_out = available - usable;
+	progress->leased_by_others = 0;
+
+	choice->count = take_in_order(waiter, candidates, usable, wanted, choice, progress,
+				      &status, err);
+	if (status == 0 && choice->count == 0 && needed <= 1 && usable < available)
+		choice->count = take_in_order(waiter, candidates + usable, available - usable, 1,
+					      choice, progress, &status, err);
+	if (status == 0 && choice->count < needed) {
+		waiter->own_lock_closes += (unsigned)choice->lease.count;
+		gpurun_lease_release(&choice->lease);
+		choice->count = 0;
+		status = GPURUN_EXIT_BUSY;
+	}
+	return status;
+}
+
 /* One look. Returns 0 with choice filled, GPURUN_EXIT_BUSY, or an error status. */
 static int look(struct waiter *waiter, struct gpurun_choice *choice,
 		struct gpurun_progress *progress, struct gpurun_error *err)
 {
-	const struct gpurun_request *request = waiter->request;
-	bool leasing = waiter->lock_dir_fd >= 0;
-
 	waiter->own_lock_closes = 0;
 	if (waiter->queue_open) {
 		/* Cheap, and first: a waiter behind others does not even probe. */
@@ -153,74 +222,21 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 	free(choice->chosen);
 	choice->chosen = NULL;
 	choice->count = 0;
-	int status = gpurun_probe(request, &choice->snapshot, err);
+	int status = gpurun_probe(waiter->request, &choice->snapshot, err);
 	if (status != 0)
 		return status;
 
-	struct gpurun_snapshot *snapshot = &choice->snapshot;
-	size_t room = snapshot->count > 0 ? snapshot->count : 1;
-	bool *allowed = malloc(room * sizeof(*allowed));
+	size_t room = choice->snapshot.count > 0 ? choice->snapshot.count : 1;
 	size_t *candidates = malloc(room * sizeof(*candidates));
+	size_t available = 0;
 	choice->chosen = malloc(room * sizeof(*choice->chosen));
 	choice->lease.fds = malloc(room * sizeof(*choice->lease.fds));
-	if (!allowed || !candidates || !choice->chosen || !choice->lease.fds) {
-		free(allowed);
-		free(candidates);
-		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
-	}
-	status = gpurun_mask_apply(snapshot, &waiter->inherited, &waiter->cuda_order, &choice->mask,
-				   err);
-	if (status != 0)
-		goto done;
-	memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
-	if (choice->mask.nothing_allowed[0]) {
-		waiter->hopeless = true;
-		status = gpurun_fail(err, GPURUN_EXIT_BUSY, "no GPU may be chosen: %s",
-				     choice->mask.nothing_allowed);
-		goto done;
-	}
-	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
-	size_t available = gpurun_select(snapshot, allowed, request, candidates);
-	available = gpurun_select_vendor(snapshot, request, candidates, available);
-	count_devices(snapshot, allowed, available, progress);
-	progress->leased_by_others = 0;
-
-	/* CUDA shows a process one MIG instance at most, and no whole GPU beside it: a job that
-	 * wants several GPUs gets whole ones, or (when one is enough) a single instance. */
-	size_t whole = 0;
-	for (size_t i = 0; i < available; i++)
-		whole += snapshot->devices[candidates[i]].mig_parent < 0;
-	unsigned wanted = wanted_count(request, whole > 0 ? whole : available > 0);
-	unsigned needed = needed_count(request, wanted);
-	size_t usable = wanted > 1 ? gpurun_visible_whole_first(snapshot, candidates, available)
-				   : available;
-	bool one_instance_will_do = needed <= 1 && usable < available;
-	progress->wanted = needed;
-	progress->mig_left_out = available - usable;
-	if (leasing) {
-		choice->count = lease_candidates(waiter, snapshot, candidates, usable, wanted, choice,
-						 progress, &status, err);
-		if (status == 0 && choice->count == 0 && one_instance_will_do)
-			choice->count = lease_candidates(waiter, snapshot, candidates + usable,
-							 available - usable, 1, choice, progress,
-							 &status, err);
-	} else {
-		choice->count = usable < wanted ? usable : wanted;
-		memcpy(choice->chosen, candidates, choice->count * sizeof(*candidates));
-		if (choice->count == 0 && one_instance_will_do) {
-			choice->chosen[0] = candidates[usable];
-			choice->count = 1;
-		}
-	}
-	if (status == 0 && choice->count < needed) {
-		/* No hoarding: what we could not complete goes back at once. */
-		waiter->own_lock_closes += (unsigned)choice->lease.count;
-		gpurun_lease_release(&choice->lease);
-		choice->count = 0;
-		status = GPURUN_EXIT_BUSY;
-	}
-done:
-	free(allowed);
+	if (!candidates || !choice->chosen || !choice->lease.fds)
+		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+	if (status == 0)
+		status = find_candidates(waiter, choice, candidates, &available, progress, err);
+	if (status == 0)
+		status = take_candidates(waiter, choice, candidates, available, progress, err);
 	free(candidates);
 	return status;
 }
