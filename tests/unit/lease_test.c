@@ -180,6 +180,42 @@ static void observing_refuses_a_planted_symlink_or_fifo(void **state)
 	assert_non_null(strstr(err.message, "not a regular file"));
 }
 
+static size_t read_record(char *text, size_t size)
+{
+	int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+	ssize_t length = read(fd, text, size - 1);
+
+	close(fd);
+	assert_true(length > 0);
+	text[length] = '\0';
+	return (size_t)length;
+}
+
+/* A holder record is rewritten in place: a shorter one must leave nothing of a longer one. */
+static void a_new_holder_record_replaces_the_old_one_whole(void **state)
+{
+	(void)state;
+	char *long_command[] = { "python3", "train.py", "--epochs", "100", "--data",
+				 "/scratch/a/very/long/path/to/the/data/set" };
+	char *short_command[] = { "sh" };
+	struct gpurun_holder holder;
+	char text[1024];
+	int fd = -1;
+
+	assert_int_equal(gpurun_lease_try(dir_fd, lock_dir, &device, &fd, &err), 0);
+	gpurun_lease_write_holder(fd, long_command, 6);
+	size_t long_length = read_record(text, sizeof(text));
+	gpurun_lease_write_holder(fd, short_command, 1);
+	size_t short_length = read_record(text, sizeof(text));
+	close(fd);
+	assert_true(short_length < long_length);
+	assert_int_equal(text[short_length - 1], '\n');
+	assert_null(strstr(text, "train.py"));
+	assert_int_equal(gpurun_holder_parse(text, short_length, &holder), 0);
+	assert_int_equal(holder.pid, getpid());
+	assert_string_equal(holder.command, "sh");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +234,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(observing_creates_no_lock_file, make_lock_dir,
 						remove_lock_dir),
 		cmocka_unit_test_setup_teardown(observing_refuses_a_planted_symlink_or_fifo,
+						make_lock_dir, remove_lock_dir),
+		cmocka_unit_test_setup_teardown(a_new_holder_record_replaces_the_old_one_whole,
 						make_lock_dir, remove_lock_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
