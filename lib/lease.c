@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gpurun.h"
+#include "lease_internal.h"
 
 #define HOLDER_RECORD_SIZE 1024
 /* How long a claimant waits out observers' instant shared locks: 100 pauses of 100 µs. */
@@ -53,25 +54,60 @@ static int check_lock_dir(const char *lock_dir, int dir_fd, struct gpurun_error 
 	return 0;
 }
 
-int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error *err)
+int lease_shared_dir_open(int parent_fd, const char *name)
 {
 	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-	struct stat st;
-	bool created = false;
-	int fd = open(lock_dir, flags);
-	int cause = errno;
+	char draft[PATH_MAX];
+	int fd = openat(parent_fd, name, flags);
 
-	if (fd < 0 && errno == ENOENT) {
-		created = mkdir(lock_dir, 01777) == 0;
-		cause = errno;
-		fd = open(lock_dir, flags);
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	/* Made under a name of our own, given its mode, then moved into place: nobody sees it
+	 * with the mode the umask gave it, and of two creators one wins and both use its. The
+	 * mode is set through a descriptor: a path could be swapped for a symlink meanwhile. */
+	if (snprintf(draft, sizeof(draft), "%s.new-%ld", name, (long)getpid()) >= (int)sizeof(draft)) {
+		errno = ENAMETOOLONG;
+		return -1;
 	}
+	unlinkat(parent_fd, draft, AT_REMOVEDIR);       /* a draft a dead process left */
+	if (mkdirat(parent_fd, draft, 0700) != 0)
+		return -1;
+	fd = openat(parent_fd, draft, flags);
+	if (fd >= 0 && fchmod(fd, 01777) == 0 &&
+	    renameat2(parent_fd, draft, parent_fd, name, RENAME_NOREPLACE) == 0)
+		return fd;
+	int cause = errno;
+	if (fd >= 0)
+		close(fd);
+	unlinkat(parent_fd, draft, AT_REMOVEDIR);
+	if (cause == EINVAL || cause == ENOSYS) {
+		/* A file system without RENAME_NOREPLACE: create in place, then fix the mode. */
+		bool created = mkdirat(parent_fd, name, 01777) == 0;
+		fd = openat(parent_fd, name, flags);
+		if (created && fd >= 0)
+			fchmod(fd, 01777);
+		return fd;
+	}
+	if (cause != EEXIST) {
+		errno = cause;
+		return -1;
+	}
+	return openat(parent_fd, name, flags);  /* someone else made it first */
+}
+
+int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error *err)
+{
+	struct stat st;
+	int fd = lease_shared_dir_open(AT_FDCWD, lock_dir);
+
 	if (fd < 0) {
+		int cause = errno;
+
 		if (lstat(lock_dir, &st) != 0)
 			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 					   "cannot create lock directory %s: %s; fix: set "
 					   "GPURUN_LOCK_DIR to a writable place, or use --no-lease",
-					   lock_dir, strerror(created ? errno : cause));
+					   lock_dir, strerror(cause));
 		if (S_ISLNK(st.st_mode))
 			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 					   "lock directory %s is a symlink; refusing to follow it "
@@ -81,10 +117,8 @@ int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error 
 					   "lock directory %s is not a directory "
 					   "(fix: remove it, or set GPURUN_LOCK_DIR)", lock_dir);
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot open lock directory %s: %s",
-				   lock_dir, strerror(errno));
+				   lock_dir, strerror(cause));
 	}
-	if (created)
-		fchmod(fd, 01777);  /* mkdir applied the umask; the directory is for every user */
 	int status = check_lock_dir(lock_dir, fd, err);
 	if (status != 0) {
 		close(fd);

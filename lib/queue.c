@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lease_internal.h"
 #include "queue_internal.h"
 
 /* FNV-1a: the pool only has to tell different masks apart in file names. */
@@ -37,13 +38,7 @@ int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir, const
 	snprintf(queue->pool, sizeof(queue->pool), "%016llx",
 		 (unsigned long long)pool_hash(pool_key));
 	snprintf(queue->path, sizeof(queue->path), "%s/queue", lock_dir);
-	queue->dir_fd = openat(lock_dir_fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (queue->dir_fd < 0 && errno == ENOENT && mkdirat(lock_dir_fd, "queue", 01777) == 0) {
-		queue->dir_fd = openat(lock_dir_fd, "queue",
-				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (queue->dir_fd >= 0)
-			fchmod(queue->dir_fd, 01777);  /* mkdirat applied the umask */
-	}
+	queue->dir_fd = lease_shared_dir_open(lock_dir_fd, "queue");
 	if (queue->dir_fd < 0)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 				   "cannot open queue directory %s: %s (fix: remove it)", queue->path,

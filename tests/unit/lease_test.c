@@ -1,6 +1,7 @@
 /* lease_test: claiming and observing one GPU's lock file against other holders: a lease (an
  * exclusive lock) keeps others out, an observer's instant shared lock does not, and an observer
  * never claims or creates anything. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lease_internal.h"
 #include "unit.h"
 
 static char lock_dir[64];
@@ -37,6 +39,7 @@ static int remove_lock_dir(void **state)
 {
 	(void)state;
 	unlink(lock_path);
+	unlinkat(dir_fd, "queue", AT_REMOVEDIR);
 	close(dir_fd);
 	rmdir(lock_dir);
 	return 0;
@@ -216,6 +219,49 @@ static void a_new_holder_record_replaces_the_old_one_whole(void **state)
 	assert_string_equal(holder.command, "sh");
 }
 
+/* The lock directory and its queue are made by whoever comes first, often many jobs at once
+ * after a reboot emptied /tmp: every one of them must get the directory, and none may see it
+ * with the mode its creator's umask gave it (another user could not write it). */
+static void many_creators_at_once_all_get_the_shared_directory(void **state)
+{
+	(void)state;
+	enum { CREATORS = 16 };
+	pid_t creators[CREATORS];
+	int go[2];
+	mode_t saved = umask(077);
+
+	assert_int_equal(pipe(go), 0);
+	for (int i = 0; i < CREATORS; i++) {
+		creators[i] = fork();
+		assert_true(creators[i] >= 0);
+		if (creators[i] == 0) {
+			char byte;
+			struct stat st;
+
+			close(go[1]);
+			if (read(go[0], &byte, 1) != 0)
+				_exit(2);
+			int fd = lease_shared_dir_open(dir_fd, "queue");
+			_exit(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 07777) == 01777 ? 0 : 1);
+		}
+	}
+	umask(saved);
+	close(go[0]);
+	close(go[1]);   /* all at once: each read returns */
+	int failed = 0;
+	for (int i = 0; i < CREATORS; i++) {
+		int status;
+		assert_int_equal(waitpid(creators[i], &status, 0), creators[i]);
+		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	}
+	assert_int_equal(failed, 0);
+	DIR *dir = opendir(lock_dir);
+	assert_non_null(dir);
+	for (struct dirent *entry; (entry = readdir(dir)) != NULL;)
+		assert_null(strstr(entry->d_name, ".new-"));    /* no draft left behind */
+	closedir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +282,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(observing_refuses_a_planted_symlink_or_fifo,
 						make_lock_dir, remove_lock_dir),
 		cmocka_unit_test_setup_teardown(a_new_holder_record_replaces_the_old_one_whole,
+						make_lock_dir, remove_lock_dir),
+		cmocka_unit_test_setup_teardown(many_creators_at_once_all_get_the_shared_directory,
 						make_lock_dir, remove_lock_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
