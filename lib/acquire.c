@@ -14,6 +14,9 @@
 #include "gpurun.h"
 #include "queue_internal.h"
 
+/* How often a waiter without inotify checks for its news (poll_for_news). */
+#define NEWS_POLL_NS (50 * 1000 * 1000)
+
 /* Everything a waiter keeps between looks. */
 struct waiter {
 	const struct gpurun_request *request;
@@ -28,6 +31,10 @@ struct waiter {
 	bool look_again;                /* news arrived before its watch did */
 	unsigned own_lock_closes;       /* lock-file closes our last look made: not news to us */
 	bool at_head;
+	/* Without inotify: the GPUs our last look found leased by others, to watch by polling. */
+	const struct gpurun_snapshot *last_snapshot;
+	size_t *leased_seen;
+	size_t leased_seen_count;
 	struct gpurun_inherited inherited;      /* the masks: read once, they cannot change */
 	struct gpurun_cuda_order cuda_order;    /* the driver's answer, asked at most once */
 	bool hopeless;                  /* the masks allow no GPU: waiting cannot help */
@@ -70,16 +77,23 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const bool *al
  * nobody will hold (--print: see gpurun_lease_observe), or takes it as it is (--no-lease).
  * Returns 0 when taken (with the locked descriptor in *fd when claimed), 1 when leased by
  * another, or an error status. */
-static int take_one(struct waiter *waiter, const struct gpurun_device *device, int *fd,
-		    struct gpurun_error *err)
+static int take_one(struct waiter *waiter, const struct gpurun_snapshot *snapshot,
+		    size_t position, int *fd, struct gpurun_error *err)
 {
+	const struct gpurun_device *device = &snapshot->devices[position];
+	int result;
+
 	if (waiter->lock_dir_fd < 0)
 		return 0;
-	if (waiter->request->action == GPURUN_PRINT)
-		return gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device, err);
-	int result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir, device, fd, err);
+	if (waiter->request->action == GPURUN_PRINT) {
+		result = gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device, err);
+	} else {
+		result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir, device, fd, err);
+		if (result == 1)
+			waiter->own_lock_closes++;  /* our failed claim closed a writable descriptor */
+	}
 	if (result == 1)
-		waiter->own_lock_closes++;      /* our failed claim closed a writable descriptor */
+		waiter->leased_seen[waiter->leased_seen_count++] = position;
 	return result;
 }
 
@@ -92,7 +106,7 @@ static size_t take_in_order(struct waiter *waiter, const size_t *candidates, siz
 
 	for (size_t i = 0; i < count && taken < wanted; i++) {
 		int fd = -1;
-		int result = take_one(waiter, &choice->snapshot.devices[candidates[i]], &fd, err);
+		int result = take_one(waiter, &choice->snapshot, candidates[i], &fd, err);
 		if (result == 1) {
 			progress->leased_by_others++;
 			continue;
@@ -231,7 +245,12 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 	size_t available = 0;
 	choice->chosen = malloc(room * sizeof(*choice->chosen));
 	choice->lease.fds = malloc(room * sizeof(*choice->lease.fds));
-	if (!candidates || !choice->chosen || !choice->lease.fds)
+	size_t *leased_seen = realloc(waiter->leased_seen, room * sizeof(*leased_seen));
+	if (leased_seen)
+		waiter->leased_seen = leased_seen;
+	waiter->leased_seen_count = 0;
+	waiter->last_snapshot = &choice->snapshot;
+	if (!candidates || !choice->chosen || !choice->lease.fds || !leased_seen)
 		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	if (status == 0)
 		status = find_candidates(waiter, choice, candidates, &available, progress, err);
@@ -272,6 +291,39 @@ static bool read_events(struct waiter *waiter, unsigned *lock_closes_seen)
 	return news;
 }
 
+/* Whether inotify will tell us our news: it may be missing, as each user may hold only so
+ * many instances (128 by default) and watches, and a burst of waiters can take them all. */
+static bool is_watched(const struct waiter *waiter)
+{
+	return waiter->notify_fd >= 0 &&
+	       (waiter->at_head ? waiter->lock_watch >= 0 : waiter->ahead_watch >= 0);
+}
+
+/* Without inotify, a waiter polls for its own news, cheaply, every NEWS_POLL_NS: behind
+ * someone, whether that waiter is still there; at the head of the line, whether a GPU our last
+ * look found leased has been released. */
+static void poll_for_news(struct waiter *waiter, double until)
+{
+	const struct timespec pause = { .tv_nsec = NEWS_POLL_NS };
+	struct gpurun_error ignored;
+
+	while (monotonic_seconds() < until) {
+		nanosleep(&pause, NULL);
+		if (!waiter->at_head) {
+			if (!queue_ticket_is_live(&waiter->queue, waiter->queue.ahead))
+				return;
+			continue;
+		}
+		for (size_t i = 0; i < waiter->leased_seen_count; i++) {
+			const struct gpurun_device *device =
+				&waiter->last_snapshot->devices[waiter->leased_seen[i]];
+			if (gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device,
+						 &ignored) != 1)
+				return;
+		}
+	}
+}
+
 /* Sleeps until `until` (monotonic seconds) or until there is news. */
 static void wait_for_news(struct waiter *waiter, double until)
 {
@@ -285,9 +337,13 @@ static void wait_for_news(struct waiter *waiter, double until)
 		double left = until - monotonic_seconds();
 		if (left <= 0)
 			return;
+		if (waiter->queue_open && !is_watched(waiter)) {
+			poll_for_news(waiter, until);
+			return;
+		}
 		int timeout_ms = left > 3600 ? 3600 * 1000 : (int)ceil(left * 1000);
 		if (waiter->notify_fd < 0) {
-			poll(NULL, 0, timeout_ms);
+			poll(NULL, 0, timeout_ms);      /* --no-lease: no news but the interval */
 			continue;
 		}
 		struct pollfd readable = { .fd = waiter->notify_fd, .events = POLLIN };
@@ -337,6 +393,7 @@ static void close_waiter(struct waiter *waiter)
 	if (waiter->lock_dir_fd >= 0)
 		close(waiter->lock_dir_fd);
 	gpurun_cuda_order_free(&waiter->cuda_order);
+	free(waiter->leased_seen);
 }
 
 int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *progress_fn,

@@ -198,3 +198,38 @@ EOF
 	result=$(python3 "$ROOT/tests/integration/check_overlap.py" <(cat "$SCRATCH/stream.log" "$SCRATCH/waiter.log") 37 2>&1)
 	if grep -q "no overlap" <<<"$result"; then ok "... and no GPU was shared meanwhile"; else not_ok "... and no GPU was shared meanwhile" "$result"; fi
 fi
+
+# --- waiting without inotify ----------------------------------------------------------------------
+# Each user may hold only so many inotify instances (128 by default), so a burst of waiters can
+# run out. Those without one must still be served as leases end, not only at each --interval.
+# Run as a user of its own (nobody), whose instances without_inotify takes, so that no one
+# else on the machine is starved meanwhile.
+NO_INOTIFY_TEST="waiters without inotify are served as leases end, not at each --interval"
+if ! command -v setpriv >/dev/null || [ "$(id -u)" != 0 ] ||
+	! setpriv --reuid=65534 --regid=65534 --clear-groups "$GPURUN" --version >/dev/null 2>&1; then
+	skip "$NO_INOTIFY_TEST" "needs root and setpriv to run as a user of its own"
+elif timing_test "$NO_INOTIFY_TEST"; then
+	chmod 0755 "$SCRATCH"
+	mkdir -m 1777 "$SCRATCH/nobody-locks"
+	printf 'gpu\n' >"$SCRATCH/one.fixture"
+	chmod 0644 "$SCRATCH/one.fixture"
+	# One job holds the only GPU for 0.5 s; three more wait with a 10 s interval.
+	start_clock
+	GPURUN_LOCK_DIR=$SCRATCH/nobody-locks GPURUN_FAKE_FIXTURE=$SCRATCH/one.fixture run \
+		timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$BUILD/helpers/without_inotify" bash -c '
+			"$0" sleep 0.5 &
+			sleep 0.2
+			for i in 1 2 3; do "$0" --wait --interval 10 sleep 0.2 & done
+			failed=0
+			for job in $(jobs -p); do wait "$job" || failed=$((failed + 1)); done
+			exit "$failed"' "$GPURUN"
+	took=$(elapsed)
+	if [ "$STATUS" = 77 ]; then
+		skip "$NO_INOTIFY_TEST" "$ERR_TEXT"
+	elif [ "$STATUS" = 0 ] && within "$took" 0 5; then
+		ok "$NO_INOTIFY_TEST (four jobs in $took s)"
+	else
+		not_ok "$NO_INOTIFY_TEST" "status $STATUS after $took s (a waiter woken only by its 10 s interval takes longer)" "$ERR_TEXT"
+	fi
+fi
