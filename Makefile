@@ -242,4 +242,4 @@ fuzz: fuzz-build all $(FAKES) $(HELPERS)
 .PHONY: fuzz fuzz-build lint
 
 clean:
-	rm -rf $(B) build-asan $(FUZZ_B) build-deb
+	rm -rf $(B) build-asan build-aarch64 $(FUZZ_B) build-deb
