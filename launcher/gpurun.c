@@ -198,7 +198,7 @@ static int exec_command(const struct gpurun_request *request)
 }
 
 /* Hands the choice to the program through its environment, then becomes the program. */
-static int hand_off(const struct gpurun_request *request, const struct gpurun_choice *choice,
+static int hand_off(const struct gpurun_request *request, struct gpurun_choice *choice,
 		    const char *visible)
 {
 	if (gpurun_choice_export(choice, visible) != 0) {
@@ -206,6 +206,7 @@ static int hand_off(const struct gpurun_request *request, const struct gpurun_ch
 		return GPURUN_EXIT_SOFTWARE;
 	}
 	gpurun_lease_keep_across_exec(&choice->lease);
+	gpurun_choice_close_watch_detached(choice);
 	return exec_command(request);
 }
 

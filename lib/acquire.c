@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -301,7 +303,8 @@ static bool is_watched(const struct waiter *waiter)
 
 /* Without inotify, a waiter polls for its own news, cheaply, every NEWS_POLL_NS: behind
  * someone, whether that waiter is still there; at the head of the line, whether a GPU our last
- * look found leased has been released. */
+ * look found leased has been released. It also asks for inotify again, as the waiters that
+ * took the instances get their GPUs and go. */
 static void poll_for_news(struct waiter *waiter, double until)
 {
 	const struct timespec pause = { .tv_nsec = NEWS_POLL_NS };
@@ -309,6 +312,11 @@ static void poll_for_news(struct waiter *waiter, double until)
 
 	while (monotonic_seconds() < until) {
 		nanosleep(&pause, NULL);
+		if (waiter->notify_fd < 0) {
+			waiter->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+			if (waiter->notify_fd >= 0)
+				return;         /* the next look sets the watches */
+		}
 		if (!waiter->at_head) {
 			if (!queue_ticket_is_live(&waiter->queue, waiter->queue.ahead))
 				return;
@@ -384,11 +392,14 @@ static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error
 				   : "");
 }
 
-static void close_waiter(struct waiter *waiter)
+/* Ends the wait; a successful one hands its inotify descriptor on (see watch_fd). */
+static void close_waiter(struct waiter *waiter, struct gpurun_choice *choice, int status)
 {
 	if (waiter->queue_open)
 		queue_close(&waiter->queue);
-	if (waiter->notify_fd >= 0)
+	if (waiter->notify_fd >= 0 && status == 0)
+		choice->watch_fd = waiter->notify_fd;
+	else if (waiter->notify_fd >= 0)
 		close(waiter->notify_fd);
 	if (waiter->lock_dir_fd >= 0)
 		close(waiter->lock_dir_fd);
@@ -414,6 +425,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	int status;
 
 	memset(choice, 0, sizeof(*choice));
+	choice->watch_fd = -1;
 	gpurun_inherited_read(&waiter.inherited);
 	progress.attempts = attempts;
 	progress.wanted = needed_count(request, wanted_count(request, 0));
@@ -423,7 +435,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 			status = queue_open(&waiter.queue, waiter.lock_dir_fd, waiter.lock_dir,
 					    mask ? mask : "<all>", err);
 		if (status != 0) {
-			close_waiter(&waiter);
+			close_waiter(&waiter, choice, status);
 			return status;
 		}
 		waiter.queue_open = true;
@@ -462,7 +474,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 		fail_busy(&progress, err);
 	if (progress_fn)
 		progress_fn(&progress, progress_context);
-	close_waiter(&waiter);
+	close_waiter(&waiter, choice, status);
 	return status;
 }
 
@@ -536,5 +548,34 @@ void gpurun_choice_free(struct gpurun_choice *choice)
 	gpurun_snapshot_free(&choice->snapshot);
 	gpurun_mask_free(&choice->mask);
 	free(choice->chosen);
+	if (choice->watch_fd >= 0)
+		close(choice->watch_fd);
 	memset(choice, 0, sizeof(*choice));
+	choice->watch_fd = -1;
+}
+
+void gpurun_choice_close_watch_detached(struct gpurun_choice *choice)
+{
+	int fd = choice->watch_fd;
+
+	if (fd < 0)
+		return;
+	choice->watch_fd = -1;
+	/* As the init of a PID namespace we would inherit the orphan ourselves. */
+	pid_t child = getpid() == 1 ? -1 : fork();
+	if (child == 0) {
+		if (fork() == 0) {
+			/* Nothing of the program's (a lease, a pipe) may outlive it in here. */
+#ifdef SYS_close_range
+			if (fd > 0)
+				syscall(SYS_close_range, 0, fd - 1, 0);
+			syscall(SYS_close_range, fd + 1, ~0U, 0);
+#endif
+			close(fd);
+		}
+		_exit(0);
+	}
+	close(fd);      /* not the last reference when the grandchild holds one: quick */
+	if (child > 0)
+		waitpid(child, NULL, 0);
 }

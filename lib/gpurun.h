@@ -403,6 +403,11 @@ struct gpurun_choice {
 	unsigned attempts_made;
 	struct gpurun_progress last;    /* the last look, also when acquisition failed */
 	struct gpurun_mask mask;        /* what the inherited variables allowed, and why */
+	/* The inotify descriptor a successful wait watched with, or -1. Closing one that had
+	 * watches waits for the kernel to retire them (an SRCU grace period: 5 to 20 ms on a busy
+	 * machine), time a job would lose between its GPU coming free and its start; so it is
+	 * left open here, for gpurun_choice_free or gpurun_choice_close_watch_detached. */
+	int watch_fd;
 };
 
 /* Runs the attempt loop. Returns 0 with a choice, GPURUN_EXIT_BUSY when not enough devices
@@ -424,6 +429,9 @@ int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun
  * with errno. One hand-off for the launcher and the preload library. */
 int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible);
 void gpurun_choice_free(struct gpurun_choice *choice);
+/* For a caller about to exec: closes watch_fd in a short-lived grandchild (it forks twice),
+ * which pays for the close while the program starts, and leaves no child behind for it. */
+void gpurun_choice_close_watch_detached(struct gpurun_choice *choice);
 /* The variable the choice is handed off in: "ROCR_VISIBLE_DEVICES" for AMD GPUs (never
  * HIP_VISIBLE_DEVICES, which indexes into what ROCr left), else "CUDA_VISIBLE_DEVICES". */
 const char *gpurun_choice_variable(const struct gpurun_choice *choice);

@@ -118,6 +118,24 @@ else
 	skip "... and --no-lease still works" "same"
 fi
 
+# --- what a waiter leaves to its job ----------------------------------------------------------
+# A waiter's inotify descriptor is closed by a short-lived grandchild (closing it can cost the
+# kernel milliseconds the job would wait for): the job must see neither that descriptor nor a
+# child it did not start.
+printf 'gpu\n' >"$SCRATCH/only.fixture"
+GPURUN_FAKE_FIXTURE=$SCRATCH/only.fixture "$GPURUN" sleep 1 &
+holder=$!
+for i in $(seq 200); do
+	GPURUN_FAKE_FIXTURE=$SCRATCH/only.fixture "$GPURUN" --print >/dev/null 2>&1 || break
+	sleep 0.05
+done
+GPURUN_FAKE_FIXTURE=$SCRATCH/only.fixture run "$GPURUN" --wait --interval 30 sh -c '
+	read -r children </proc/$$/task/$$/children
+	echo "children: [$children] inotify: $(ls -l /proc/$$/fd/ | grep -c inotify)"'
+wait "$holder"
+expect "a job that waited has no child it did not start and no inotify descriptor" 0 \
+	"children: [] inotify: 0"
+
 # --- many jobs at once --------------------------------------------------------------------------
 stress() { # $1: log; then "LIMIT COUNT" pairs
 	local log=$1 pids=() i
