@@ -87,14 +87,15 @@ FORCE:
 $(B)/gpurun: $(LAUNCHER_OBJ) $(B)/libgpurun.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_GPURUN)
 
-# The preload library lives in other people's processes: export only the hooks.
+# The preload library lives in other people's processes: export only the hooks, and load no
+# library it does not use (--as-needed: libm, which the launcher's reports need, stays out).
 $(B)/obj/preload/%.o: preload/%.c lib/gpurun.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -fvisibility=hidden -c $< -o $@
 
 $(B)/libgpurun-preload.so: $(PRELOAD_OBJ) $(B)/libgpurun.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -fvisibility=hidden -Wl,--exclude-libs,ALL \
-		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun.a $(LDLIBS_GPURUN) -lpthread
+		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun.a -Wl,--as-needed $(LDLIBS_GPURUN) -lpthread
 
 # ---- test doubles and helpers -------------------------------------------------------------
 # They stand for the outside world (drivers, other people's programs), so SANITIZE leaves them

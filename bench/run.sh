@@ -35,6 +35,13 @@ look_smi=$($B/bench/snapshot_bench 50 smi)
 export GPURUN_FAKE_FIXTURE=$PWD/$F/idle-8.fixture
 throughput_s=$($B/bench/burst 200 $B/gpurun --wait --limit 1 $B/helpers/record_job \
 	"$GPURUN_LOCK_DIR/jobs.log" 50)
+# The hand-off: 64 jobs of 0 ms through `gpurun --wait` on one GPU, one after another; the time
+# from one job's start to the next is a lease released, a waiter woken, a look, an exec.
+printf 'gpu\n' >"$GPURUN_LOCK_DIR/one.fixture"
+GPURUN_FAKE_FIXTURE=$GPURUN_LOCK_DIR/one.fixture $B/bench/burst 64 $B/gpurun --wait --limit 1 \
+	$B/helpers/record_job "$GPURUN_LOCK_DIR/handoff.log" 0 >/dev/null
+handoff_us=$(sort -n "$GPURUN_LOCK_DIR/handoff.log" | awk '{ if (NR > 1) print ($1 - last) / 1000; last = $1 }' |
+	sort -n | awk '{ v[NR] = $1 } END { printf "%.0f", v[int((NR + 1) / 2)] }')
 # What starting that many processes costs on this machine, whoever schedules them: 200 jobs of
 # 0 ms, and 200 gpurun that only print their version.
 spawn_jobs_s=$($B/bench/burst 200 $B/helpers/record_job "$GPURUN_LOCK_DIR/spawn.log" 0)
@@ -86,6 +93,9 @@ extra_exec=$(awk -v a="${launch[4]}" -v b="${launch[0]}" 'BEGIN { printf "%.0f",
 	echo "200 jobs of 0 ms takes $spawn_jobs_s s and starting 200 \`gpurun --version\` takes"
 	echo "$spawn_gpurun_s s: the ratio against the ideal plus those two floors is"
 	echo "**$(awk -v t="$throughput_s" -v a="$spawn_jobs_s" -v b="$spawn_gpurun_s" 'BEGIN { printf "%.2f", (1.25 + a + b) / t }')**."
+	echo
+	echo "One hand-off (a lease released, the next waiter woken, its look, the exec of its job),"
+	echo "median over 64 jobs of 0 ms queued on one GPU: **$(us "$handoff_us")**."
 } >"$out"
 
 # The preload library: its cost on a program that never starts CUDA (goal: within noise), and

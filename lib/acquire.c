@@ -363,21 +363,11 @@ static void wait_for_news(struct waiter *waiter, double until)
 	}
 }
 
-static void format_duration(double seconds, char *text, size_t size)
-{
-	if (seconds < 60)
-		snprintf(text, size, "%.0fs", seconds);
-	else if (seconds < 3600)
-		snprintf(text, size, "%.0fm%02.0fs", floor(seconds / 60), fmod(seconds, 60));
-	else
-		snprintf(text, size, "%.0fh%02.0fm", floor(seconds / 3600), fmod(seconds, 3600) / 60);
-}
-
 static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error *err)
 {
 	char elapsed[32];
 
-	format_duration(progress->elapsed_s, elapsed, sizeof(elapsed));
+	gpurun_format_duration(progress->elapsed_s, elapsed, sizeof(elapsed));
 	return gpurun_fail(err, GPURUN_EXIT_BUSY,
 			   "wanted %zu GPU%s, found %zu available (%zu leased by other jobs, %zu busy, "
 			   "%zu waiting ahead) after %u attempt%s in %s%s",

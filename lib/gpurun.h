@@ -208,6 +208,8 @@ int gpurun_parse_fraction(const char *text, double *fraction);      /* "0.3" or 
 int gpurun_parse_size_mib(const char *text, double *mib);           /* "512", "20G", "1.5TiB" */
 int gpurun_parse_duration(const char *text, double *seconds);       /* "90", "90s", "15m", "2h" */
 int gpurun_parse_count(const char *text, unsigned *count);          /* non-negative integer */
+/* A duration for people: "45s", "1m05s", "2h10m" (minutes and hours drop the smaller unit). */
+void gpurun_format_duration(double seconds, char *text, size_t size);
 
 /* ---- probing ------------------------------------------------------------------------------ */
 

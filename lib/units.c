@@ -1,8 +1,10 @@
-/* units: the value parsers behind the options (fractions, sizes, durations, counts).
+/* units: the value parsers behind the options (fractions, sizes, durations, counts), and
+ * durations written back for people.
  * Numbers are scanned by hand so that a host program's locale (LC_NUMERIC) cannot change them. */
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -144,4 +146,17 @@ int gpurun_parse_count(const char *text, unsigned *count)
 	}
 	*count = value;
 	return 0;
+}
+
+/* Whole seconds first, so that 59.7 s reads 1m00s, not 60s or 0m60s. */
+void gpurun_format_duration(double seconds, char *text, size_t size)
+{
+	long whole = seconds > 0 ? (long)(seconds + 0.5) : 0;
+
+	if (whole < 60)
+		snprintf(text, size, "%lds", whole);
+	else if (whole < 3600)
+		snprintf(text, size, "%ldm%02lds", whole / 60, whole % 60);
+	else
+		snprintf(text, size, "%ldh%02ldm", whole / 3600, whole % 3600 / 60);
 }

@@ -256,6 +256,31 @@ static void count_overflow(void **state)
 	count_rejected("99999999999999999999");
 }
 
+static void duration_formatted(const char *expected, double seconds)
+{
+	char text[32];
+
+	gpurun_format_duration(seconds, text, sizeof(text));
+	assert_string_equal(text, expected);
+}
+
+static void duration_formats_for_people(void **state)
+{
+	(void)state;
+	duration_formatted("0s", 0);
+	duration_formatted("0s", -1);
+	duration_formatted("1s", 0.6);
+	duration_formatted("59s", 59.4);
+	duration_formatted("1m00s", 59.7);      /* not "60s" */
+	duration_formatted("1m05s", 65);
+	duration_formatted("2m00s", 119.6);     /* not "1m60s" */
+	duration_formatted("59m59s", 3599.4);
+	duration_formatted("1h00m", 3599.6);
+	duration_formatted("1h00m", 3659);      /* not "1h01m" for 59 s */
+	duration_formatted("2h10m", 7800);
+	duration_formatted("26h00m", 93600);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +296,7 @@ int main(void)
 		cmocka_unit_test(duration_bare_number_is_seconds),
 		cmocka_unit_test(duration_units),
 		cmocka_unit_test(duration_malformed),
+		cmocka_unit_test(duration_formats_for_people),
 		cmocka_unit_test(count_accepted),
 		cmocka_unit_test(count_malformed),
 		cmocka_unit_test(count_overflow),
