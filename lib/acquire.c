@@ -75,6 +75,137 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const bool *al
 	progress->busy = in_mask - available;
 }
 
+/* ---- waiting for news -------------------------------------------------------------------- */
+
+/* Watches what can end our wait, so that each waiter is woken only by its own news: at the
+ * head of the line, leases being released; behind someone, that waiter leaving or dying. */
+static void watch_for_turn(struct waiter *waiter)
+{
+	if (waiter->notify_fd < 0)
+		return;
+	if (waiter->at_head) {
+		if (waiter->ahead_watch >= 0)
+			inotify_rm_watch(waiter->notify_fd, waiter->ahead_watch);
+		waiter->ahead_watch = -1;
+		waiter->watched_ahead[0] = '\0';
+		if (waiter->lock_watch < 0)
+			waiter->lock_watch = inotify_add_watch(waiter->notify_fd, waiter->lock_dir,
+							       IN_CLOSE_WRITE | IN_ONLYDIR |
+							       IN_DONT_FOLLOW);
+		return;
+	}
+	if (strcmp(waiter->watched_ahead, waiter->queue.ahead) == 0)
+		return;
+	if (waiter->ahead_watch >= 0)
+		inotify_rm_watch(waiter->notify_fd, waiter->ahead_watch);
+	char path[sizeof(waiter->queue.path) + QUEUE_TICKET_SIZE + 1];
+	snprintf(path, sizeof(path), "%s/%s", waiter->queue.path, waiter->queue.ahead);
+	waiter->ahead_watch = inotify_add_watch(waiter->notify_fd, path,
+						IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF |
+						IN_DONT_FOLLOW);
+	snprintf(waiter->watched_ahead, sizeof(waiter->watched_ahead), "%s", waiter->queue.ahead);
+	/* The waiter ahead may have left between our look and the watch. */
+	if (waiter->ahead_watch < 0 || !queue_ticket_is_live(&waiter->queue, waiter->queue.ahead))
+		waiter->look_again = true;
+}
+
+/* Reads what inotify has queued; true when it is news worth another look: a lease closed by
+ * someone else (at the head of the line), or the waiter ahead of us leaving. */
+static bool read_events(struct waiter *waiter, unsigned *lock_closes_seen)
+{
+	char buffer[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool news = false;
+	ssize_t length;
+
+	while ((length = read(waiter->notify_fd, buffer, sizeof(buffer))) > 0) {
+		for (char *p = buffer; p < buffer + length;) {
+			const struct inotify_event *event = (const struct inotify_event *)p;
+
+			/* A lost event (overflow) may have been any of them: look again. */
+			if (event->mask & IN_Q_OVERFLOW || event->wd == waiter->ahead_watch)
+				news = true;
+			else if (event->wd == waiter->lock_watch)
+				(*lock_closes_seen)++;
+			p += sizeof(*event) + event->len;
+		}
+	}
+	if (waiter->at_head && *lock_closes_seen > waiter->own_lock_closes)
+		news = true;
+	return news;
+}
+
+/* Whether inotify will tell us our news: it may be missing, as each user may hold only so
+ * many instances (128 by default) and watches, and a burst of waiters can take them all. */
+static bool is_watched(const struct waiter *waiter)
+{
+	return waiter->notify_fd >= 0 &&
+	       (waiter->at_head ? waiter->lock_watch >= 0 : waiter->ahead_watch >= 0);
+}
+
+/* Without inotify, a waiter polls for its own news, cheaply, every NEWS_POLL_NS: behind
+ * someone, whether that waiter is still there; at the head of the line, whether a GPU our last
+ * look found leased has been released. It also asks for inotify again, as the waiters that
+ * took the instances get their GPUs and go. */
+static void poll_for_news(struct waiter *waiter, double until)
+{
+	const struct timespec pause = { .tv_nsec = NEWS_POLL_NS };
+	struct gpurun_error ignored;
+
+	while (monotonic_seconds() < until) {
+		nanosleep(&pause, NULL);
+		if (waiter->notify_fd < 0) {
+			waiter->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+			if (waiter->notify_fd >= 0)
+				return;         /* the next look sets the watches */
+		}
+		if (!waiter->at_head) {
+			if (!queue_ticket_is_live(&waiter->queue, waiter->queue.ahead))
+				return;
+			continue;
+		}
+		for (size_t i = 0; i < waiter->leased_seen_count; i++) {
+			const struct gpurun_device *device =
+				&waiter->last_snapshot->devices[waiter->leased_seen[i]];
+			if (gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device,
+						 &ignored) != 1)
+				return;
+		}
+	}
+}
+
+/* Sleeps until `until` (monotonic seconds) or until there is news. */
+static void wait_for_news(struct waiter *waiter, double until)
+{
+	unsigned lock_closes_seen = 0;
+
+	if (waiter->look_again) {
+		waiter->look_again = false;
+		return;
+	}
+	for (;;) {
+		double left = until - monotonic_seconds();
+		if (left <= 0)
+			return;
+		if (waiter->queue_open && !is_watched(waiter)) {
+			poll_for_news(waiter, until);
+			return;
+		}
+		int timeout_ms = left > 3600 ? 3600 * 1000 : (int)ceil(left * 1000);
+		if (waiter->notify_fd < 0) {
+			poll(NULL, 0, timeout_ms);      /* --no-lease: no news but the interval */
+			continue;
+		}
+		struct pollfd readable = { .fd = waiter->notify_fd, .events = POLLIN };
+		int ready = poll(&readable, 1, timeout_ms);
+		if (ready < 0 && errno != EINTR)
+			return;
+		if (ready > 0 && read_events(waiter, &lock_closes_seen))
+			return;
+	}
+}
+
+/* ---- one look ---------------------------------------------------------------------------- */
+
 /* How a look takes one candidate: it claims the lease, or only looks at it for an answer
  * nobody will hold (--print: see gpurun_lease_observe), or takes it as it is (--no-lease).
  * Returns 0 when taken (with the locked descriptor in *fd when claimed), 1 when leased by
@@ -122,38 +253,6 @@ static size_t take_in_order(struct waiter *waiter, const size_t *candidates, siz
 		choice->chosen[taken++] = candidates[i];
 	}
 	return taken;
-}
-
-/* Watches what can end our wait, so that each waiter is woken only by its own news: at the
- * head of the line, leases being released; behind someone, that waiter leaving or dying. */
-static void watch_for_turn(struct waiter *waiter)
-{
-	if (waiter->notify_fd < 0)
-		return;
-	if (waiter->at_head) {
-		if (waiter->ahead_watch >= 0)
-			inotify_rm_watch(waiter->notify_fd, waiter->ahead_watch);
-		waiter->ahead_watch = -1;
-		waiter->watched_ahead[0] = '\0';
-		if (waiter->lock_watch < 0)
-			waiter->lock_watch = inotify_add_watch(waiter->notify_fd, waiter->lock_dir,
-							       IN_CLOSE_WRITE | IN_ONLYDIR |
-							       IN_DONT_FOLLOW);
-		return;
-	}
-	if (strcmp(waiter->watched_ahead, waiter->queue.ahead) == 0)
-		return;
-	if (waiter->ahead_watch >= 0)
-		inotify_rm_watch(waiter->notify_fd, waiter->ahead_watch);
-	char path[sizeof(waiter->queue.path) + QUEUE_TICKET_SIZE + 1];
-	snprintf(path, sizeof(path), "%s/%s", waiter->queue.path, waiter->queue.ahead);
-	waiter->ahead_watch = inotify_add_watch(waiter->notify_fd, path,
-						IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF |
-						IN_DONT_FOLLOW);
-	snprintf(waiter->watched_ahead, sizeof(waiter->watched_ahead), "%s", waiter->queue.ahead);
-	/* The waiter ahead may have left between our look and the watch. */
-	if (waiter->ahead_watch < 0 || !queue_ticket_is_live(&waiter->queue, waiter->queue.ahead))
-		waiter->look_again = true;
 }
 
 /* The GPUs this look may hand out, best first, into candidates (*available of them): inside
@@ -262,105 +361,12 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 	return status;
 }
 
+/* ---- the attempt loop -------------------------------------------------------------------- */
+
 static void write_holders(const struct gpurun_request *request, const struct gpurun_lease *lease)
 {
 	for (size_t i = 0; i < lease->count; i++)
 		gpurun_lease_write_holder(lease->fds[i], request->command, request->command_count);
-}
-
-/* Reads what inotify has queued; true when it is news worth another look: a lease closed by
- * someone else (at the head of the line), or the waiter ahead of us leaving. */
-static bool read_events(struct waiter *waiter, unsigned *lock_closes_seen)
-{
-	char buffer[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool news = false;
-	ssize_t length;
-
-	while ((length = read(waiter->notify_fd, buffer, sizeof(buffer))) > 0) {
-		for (char *p = buffer; p < buffer + length;) {
-			const struct inotify_event *event = (const struct inotify_event *)p;
-
-			/* A lost event (overflow) may have been any of them: look again. */
-			if (event->mask & IN_Q_OVERFLOW || event->wd == waiter->ahead_watch)
-				news = true;
-			else if (event->wd == waiter->lock_watch)
-				(*lock_closes_seen)++;
-			p += sizeof(*event) + event->len;
-		}
-	}
-	if (waiter->at_head && *lock_closes_seen > waiter->own_lock_closes)
-		news = true;
-	return news;
-}
-
-/* Whether inotify will tell us our news: it may be missing, as each user may hold only so
- * many instances (128 by default) and watches, and a burst of waiters can take them all. */
-static bool is_watched(const struct waiter *waiter)
-{
-	return waiter->notify_fd >= 0 &&
-	       (waiter->at_head ? waiter->lock_watch >= 0 : waiter->ahead_watch >= 0);
-}
-
-/* Without inotify, a waiter polls for its own news, cheaply, every NEWS_POLL_NS: behind
- * someone, whether that waiter is still there; at the head of the line, whether a GPU our last
- * look found leased has been released. It also asks for inotify again, as the waiters that
- * took the instances get their GPUs and go. */
-static void poll_for_news(struct waiter *waiter, double until)
-{
-	const struct timespec pause = { .tv_nsec = NEWS_POLL_NS };
-	struct gpurun_error ignored;
-
-	while (monotonic_seconds() < until) {
-		nanosleep(&pause, NULL);
-		if (waiter->notify_fd < 0) {
-			waiter->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-			if (waiter->notify_fd >= 0)
-				return;         /* the next look sets the watches */
-		}
-		if (!waiter->at_head) {
-			if (!queue_ticket_is_live(&waiter->queue, waiter->queue.ahead))
-				return;
-			continue;
-		}
-		for (size_t i = 0; i < waiter->leased_seen_count; i++) {
-			const struct gpurun_device *device =
-				&waiter->last_snapshot->devices[waiter->leased_seen[i]];
-			if (gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device,
-						 &ignored) != 1)
-				return;
-		}
-	}
-}
-
-/* Sleeps until `until` (monotonic seconds) or until there is news. */
-static void wait_for_news(struct waiter *waiter, double until)
-{
-	unsigned lock_closes_seen = 0;
-
-	if (waiter->look_again) {
-		waiter->look_again = false;
-		return;
-	}
-	for (;;) {
-		double left = until - monotonic_seconds();
-		if (left <= 0)
-			return;
-		if (waiter->queue_open && !is_watched(waiter)) {
-			poll_for_news(waiter, until);
-			return;
-		}
-		int timeout_ms = left > 3600 ? 3600 * 1000 : (int)ceil(left * 1000);
-		if (waiter->notify_fd < 0) {
-			poll(NULL, 0, timeout_ms);      /* --no-lease: no news but the interval */
-			continue;
-		}
-		struct pollfd readable = { .fd = waiter->notify_fd, .events = POLLIN };
-		int ready = poll(&readable, 1, timeout_ms);
-		if (ready < 0 && errno != EINTR)
-			return;
-		if (ready > 0 && read_events(waiter, &lock_closes_seen))
-			return;
-	}
 }
 
 static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error *err)
@@ -472,6 +478,8 @@ bool gpurun_cpu_fallback_applies(int status)
 {
 	return status == GPURUN_EXIT_BUSY || status == GPURUN_EXIT_NO_GPU_INFO;
 }
+
+/* ---- the choice -------------------------------------------------------------------------- */
 
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
 			 char *buffer, size_t size)
