@@ -311,10 +311,10 @@ int gpurun_visible_mask(const struct gpurun_snapshot *snapshot, const char *cuda
 size_t gpurun_visible_whole_first(const struct gpurun_snapshot *snapshot, size_t *candidates,
 				  size_t count);
 
-/* Marks in allowed[] the AMD devices an inherited ROCR_VISIBLE_DEVICES value permits (indices
+/* Narrows allowed[] to the AMD devices an inherited ROCR_VISIBLE_DEVICES value permits (indices
  * in AMD numbering, or GPU-<unique id> UUIDs; the first entry naming no GPU ends the list, and
- * an empty value permits none). NULL value: every AMD device. Other vendors' entries in
- * allowed[] are left as they are. */
+ * an empty value permits none): it never allows a device another rule left out (a Slurm
+ * allocation). NULL value: no narrowing. Other vendors' entries are left as they are. */
 void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
 			      const char *rocr_visible_devices, bool *allowed);
 

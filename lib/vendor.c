@@ -1,6 +1,7 @@
 /* vendor: what differs between NVIDIA and AMD GPUs once they are in one snapshot: each
  * vendor's own numbering, the inherited ROCR_VISIBLE_DEVICES mask, keeping a hand-off to one
  * vendor, and the variable the hand-off goes in. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -55,24 +56,26 @@ void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
 {
 	const char *text = rocr_visible_devices;
 
-	for (size_t i = 0; i < snapshot->count; i++)
-		if (snapshot->devices[i].vendor == GPURUN_VENDOR_AMD)
-			allowed[i] = text == NULL;
 	if (text == NULL)
 		return;
+	bool *named = calloc(snapshot->count ? snapshot->count : 1, sizeof(*named));
 	/* Like CUDA_VISIBLE_DEVICES, an entry that names no GPU ends the list: a mask is never
 	 * read as wider than it could be. */
-	while (*text) {
+	while (named && *text) {
 		size_t length = strcspn(text, ",");
 		long position = rocr_entry_device(snapshot, text, length);
 
 		if (position < 0)
-			return;
-		allowed[position] = true;
+			break;
+		named[position] = true;
 		if (text[length] == '\0')
-			return;
+			break;
 		text += length + 1;
 	}
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->devices[i].vendor == GPURUN_VENDOR_AMD)
+			allowed[i] = allowed[i] && named && named[i];
+	free(named);
 }
 
 /* How many devices the request cannot do with fewer than (as acquire counts it). */

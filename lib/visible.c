@@ -98,6 +98,25 @@ static void add(struct text *text, const char *fmt, ...)
 	text->used += (size_t)written;
 }
 
+static size_t count_entries(const char *value)
+{
+	size_t count = 1;
+
+	for (; *value; value++)
+		count += *value == ',';
+	return count;
+}
+
+/* A variable's value as an error message quotes it: whole when short, else its start, so that
+ * the reason after it still fits on the line. */
+static const char *quoted(const char *value, char *buffer, size_t size)
+{
+	if (strlen(value) <= 64)
+		return value;
+	snprintf(buffer, size, "%.48s... (%zu entries)", value, count_entries(value));
+	return buffer;
+}
+
 /* ---- the snapshot, as CUDA counts it --------------------------------------------------- */
 
 static bool is_nvidia(const struct gpurun_device *device)
@@ -325,9 +344,39 @@ static bool add_target(struct parse *parse, size_t position)
 	return true;
 }
 
+/* Whether an entry is written twice among the UUID entries, up to the first entry that is not
+ * one: PyTorch's reading of the driver gives no device then, even when an entry between the
+ * two would have ended the list. */
+static bool uuid_written_twice(const char *value)
+{
+	for (const char *entry = value;;) {
+		size_t length = strcspn(entry, ",");
+
+		if (!starts_with(entry, length, "GPU-") && !starts_with(entry, length, "MIG-"))
+			return false;
+		for (const char *later = entry + length; *later == ',';) {
+			later++;
+			size_t later_length = strcspn(later, ",");
+			if (!starts_with(later, later_length, "GPU-") &&
+			    !starts_with(later, later_length, "MIG-"))
+				break;
+			if (later_length == length && memcmp(later, entry, length) == 0)
+				return true;
+			later += later_length;
+		}
+		if (entry[length] == '\0')
+			return false;
+		entry += length + 1;
+	}
+}
+
 static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *value,
 			struct parse *parse)
 {
+	if (uuid_written_twice(value)) {
+		parse->duplicate = true;
+		return;
+	}
 	for (const char *entry = value;;) {
 		size_t length = strcspn(entry, ",");
 		enum stop stop = STOP_NONE;
@@ -355,11 +404,12 @@ static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *valu
 }
 
 /* Places the integers through the driver's answer: the devices it showed, which an integer
- * names as a whole GPU even where the driver showed one of its MIG instances. */
+ * names as a whole GPU even where the driver showed one of its MIG instances. The answer has
+ * no more devices than the `asked` entries (parse_integers checks). */
 static void place_by_driver(const struct gpurun_snapshot *snapshot,
-			    const struct gpurun_cuda_order *order, struct parse *parse)
+			    const struct gpurun_cuda_order *order, size_t asked, struct parse *parse)
 {
-	for (size_t k = 0; k < order->count; k++) {
+	for (size_t k = 0; k < order->count && parse->target_count < asked; k++) {
 		const char *hex = order->uuids[k] + 4;
 		long found = -1;
 
@@ -442,10 +492,17 @@ static void parse_integers(const struct gpurun_snapshot *snapshot,
 			order->asked = true;
 			free(list);
 		}
-		if (order && order->answered) {
+		/* A driver that shows more devices than were asked for did not apply the list:
+		 * its answer cannot place them. */
+		if (order && order->answered && order->count > count)
+			snprintf(order->failure, sizeof(order->failure),
+				 "the CUDA driver showed %zu devices for %zu entries", order->count,
+				 count);
+		if (order && order->answered && order->count <= count) {
 			parse->order = ORDER_DRIVER;
-			place_by_driver(snapshot, order, parse);
-			if (parse->target_count < count)
+			place_by_driver(snapshot, order, count, parse);
+			/* Which entry a missing device came from, the answer does not say. */
+			if (parse->target_count < count && parse->driver_unmatched == 0)
 				stop_at(parse, STOP_NO_DEVICE, texts[parse->target_count],
 					lengths[parse->target_count]);
 			goto done;
@@ -479,15 +536,6 @@ static void parse_visible(const struct gpurun_snapshot *snapshot,
 		parse_uuids(snapshot, value, parse);
 	if (parse->duplicate)
 		parse->target_count = 0;
-}
-
-static size_t count_entries(const char *value)
-{
-	size_t count = 1;
-
-	for (; *value; value++)
-		count += *value == ',';
-	return count;
 }
 
 /* Marks the devices a named device stands for: itself, or a MIG-enabled GPU's instances. */
@@ -600,12 +648,22 @@ static size_t allowed_nvidia(const struct gpurun_snapshot *snapshot, const struc
 }
 
 /* A list of full UUIDs names GPUs in any process; indices are the host's. */
+/* The container toolkit matches whole UUIDs regardless of case (libnvidia-container's
+ * select_devices compares with strcasecmp), and no prefixes. */
+static bool starts_with_any_case(const char *text, size_t length, const char *prefix)
+{
+	size_t prefix_length = strlen(prefix);
+
+	return length >= prefix_length && strncasecmp(text, prefix, prefix_length) == 0;
+}
+
 static bool all_uuids(const char *value)
 {
 	for (const char *entry = value;;) {
 		size_t length = strcspn(entry, ",");
 
-		if (!starts_with(entry, length, "GPU-") && !starts_with(entry, length, "MIG-"))
+		if (!starts_with_any_case(entry, length, "GPU-") &&
+		    !starts_with_any_case(entry, length, "MIG-"))
 			return false;
 		if (entry[length] == '\0')
 			return true;
@@ -620,7 +678,7 @@ static bool listed_exactly(const char *list, const char *uuid)
 	for (const char *entry = list; length > 0;) {
 		size_t entry_length = strcspn(entry, ",");
 
-		if (entry_length == length && memcmp(entry, uuid, length) == 0)
+		if (entry_length == length && strncasecmp(entry, uuid, length) == 0)
 			return true;
 		if (entry[entry_length] == '\0')
 			return false;
@@ -630,7 +688,9 @@ static bool listed_exactly(const char *list, const char *uuid)
 }
 
 /* The NVIDIA container toolkit's variable: it chose the GPUs that entered the container before
- * gpurun ran, so only "no GPU" and UUIDs still mean something in here. */
+ * gpurun ran, so only "no GPU" and UUIDs still mean something in here. "void" is not "no GPU":
+ * it tells the runtime to inject nothing itself, and CDI specs set it in containers whose GPUs
+ * came in by CDI (nvidia-container-toolkit #395); what NVML sees is what the container has. */
 static void apply_container(const struct gpurun_snapshot *snapshot, const char *value,
 			    struct gpurun_mask *mask, struct text *rules, struct text *why)
 {
@@ -638,7 +698,12 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 
 	if (!value)
 		return;
-	if (strcmp(value, "none") == 0 || strcmp(value, "void") == 0) {
+	if (strcmp(value, "void") == 0) {
+		add(rules, "NVIDIA_VISIBLE_DEVICES=void: the container runtime injected nothing "
+			   "itself (with CDI the GPUs came in by CDI); nothing to apply\n");
+		return;
+	}
+	if (strcmp(value, "none") == 0) {
 		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: the container was given no GPU: no GPU\n",
 		    value);
 		for (size_t i = 0; i < snapshot->count; i++)
@@ -670,8 +735,12 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 			continue;
 		exclude(mask, i, GPURUN_MASK_OUTSIDE_CONTAINER);
 	}
-	if (before > 0 && allowed_nvidia(snapshot, mask) == 0)
-		add(why, "NVIDIA_VISIBLE_DEVICES=%s names no GPU this process sees", value);
+	if (before > 0 && allowed_nvidia(snapshot, mask) == 0) {
+		char shown[96];
+
+		add(why, "NVIDIA_VISIBLE_DEVICES=%s names no GPU this process sees",
+		    quoted(value, shown, sizeof(shown)));
+	}
 }
 
 /* Slurm's node-global indices of the GPUs it allocated ("0,2"); false when it is not a list. */
@@ -698,6 +767,36 @@ static bool read_slurm_list(const char *value, unsigned long long *indices, size
 	}
 }
 
+/* Slurm numbers the GPUs of the node's gres type: on a node of one vendor, that vendor's own
+ * index (NVML's, or the amdgpu cards' in PCI order). Where both vendors are present the
+ * numbers are Slurm's own mix, and only the NVIDIA GPUs can be matched to them. */
+static enum gpurun_vendor slurm_vendor(const struct gpurun_snapshot *snapshot)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (is_nvidia(&snapshot->devices[i]))
+			return GPURUN_VENDOR_NVIDIA;
+	return GPURUN_VENDOR_AMD;
+}
+
+static size_t allowed_of(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
+			 enum gpurun_vendor vendor)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		count += snapshot->devices[i].vendor == vendor && mask->allowed[i];
+	return count;
+}
+
+/* Leaves out every GPU of the vendor: what cannot be matched to the allocation is outside it. */
+static void exclude_vendor(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor,
+			   struct gpurun_mask *mask)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->devices[i].vendor == vendor)
+			exclude(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
+}
+
 /* The allocation gpurun must never leave. Slurm's indices are node-global (gres.conf order,
  * which is PCI order with AutoDetect=nvml or /dev/nvidiaN listed in order); with cgroup device
  * confinement a job sees only its GPUs, renumbered from 0, and the indices cannot be compared,
@@ -710,31 +809,49 @@ static void apply_slurm(const struct gpurun_snapshot *snapshot,
 	const char *value = inherited->slurm_step_gpus ? inherited->slurm_step_gpus
 						       : inherited->slurm_job_gpus;
 	const char *what = inherited->slurm_step_gpus ? "the Slurm step's GPUs" : "the Slurm job's GPUs";
-	size_t seen = physical_count(snapshot), allocated, before = allowed_nvidia(snapshot, mask);
+	enum gpurun_vendor vendor = slurm_vendor(snapshot);
+	size_t seen = 0, allocated, before = allowed_of(snapshot, mask, vendor);
 	unsigned long long *indices;
 
 	if (!value) {
 		if (inherited->slurm_job_id)
 			add(rules, "Slurm job %s has no GPU allocation (no SLURM_STEP_GPUS or "
-				   "SLURM_JOB_GPUS): Slurm does not manage these GPUs; not limited\n",
-			    inherited->slurm_job_id);
+				   "SLURM_JOB_GPUS): gpurun cannot tell whether Slurm manages these "
+				   "GPUs; not limited\n", inherited->slurm_job_id);
 		return;
+	}
+	for (size_t i = 0; i < snapshot->count; i++)
+		seen += snapshot->devices[i].vendor == vendor && !is_instance(&snapshot->devices[i]);
+	if (vendor == GPURUN_VENDOR_NVIDIA && allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) > 0) {
+		add(rules, "%s=%s (%s): this node also has AMD GPUs, which Slurm's indices cannot be "
+			   "matched to: they are left out\n", name, value, what);
+		exclude_vendor(snapshot, GPURUN_VENDOR_AMD, mask);
 	}
 	indices = calloc(count_entries(value), sizeof(*indices));
 	if (!indices || !read_slurm_list(value, indices, &allocated)) {
 		add(rules, "%s=%s (%s) is not a list of GPU indices: no GPU, to stay inside the "
 			   "allocation\n", name, value, what);
-		for (size_t i = 0; i < snapshot->count; i++)
-			if (is_nvidia(&snapshot->devices[i]))
-				exclude(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
+		exclude_vendor(snapshot, vendor, mask);
 		if (before > 0)
 			add(why, "%s=%s is not a list of GPU indices", name, value);
 		free(indices);
 		return;
 	}
-	if (allocated > 0 && machine_has_mig(snapshot)) {
-		add(rules, "%s=%s (%s): not applied: on a machine with MIG, Slurm numbers MIG "
-			   "instances, which it names by UUID in CUDA_VISIBLE_DEVICES\n", name, value, what);
+	if (allocated > 0 && vendor == GPURUN_VENDOR_NVIDIA && machine_has_mig(snapshot)) {
+		/* Slurm names MIG instances by UUID in CUDA_VISIBLE_DEVICES, which then limits. */
+		if (inherited->cuda_visible_devices) {
+			add(rules, "%s=%s (%s): not applied: on a machine with MIG, Slurm numbers MIG "
+				   "instances, which it names by UUID in CUDA_VISIBLE_DEVICES\n", name,
+			    value, what);
+		} else {
+			add(rules, "%s=%s (%s): on a machine with MIG, Slurm numbers MIG instances, "
+				   "and CUDA_VISIBLE_DEVICES, which would name them, is not set: no GPU, "
+				   "to stay inside the allocation\n", name, value, what);
+			exclude_vendor(snapshot, vendor, mask);
+			if (before > 0)
+				add(why, "%s=%s numbers MIG instances, and CUDA_VISIBLE_DEVICES, which "
+					 "would name them, is not set", name, value);
+		}
 	} else if (allocated > 0 && seen <= allocated) {
 		add(rules, "%s=%s (%s): this process sees %zu GPU%s and %zu %s allocated: a confined "
 			   "job sees only its own GPUs (renumbered from 0), so every GPU seen is in the "
@@ -743,21 +860,23 @@ static void apply_slurm(const struct gpurun_snapshot *snapshot,
 	} else {
 		add(rules, "%s=%s (%s, node indices): ", name, value, what);
 		for (size_t i = 0; i < allocated; i++)
-			add(rules, "%sGPU %llu", i ? ", " : "", indices[i]);
+			add(rules, "%s%s %llu", i ? ", " : "",
+			    vendor == GPURUN_VENDOR_AMD ? "AMD GPU" : "GPU", indices[i]);
 		add(rules, "%s\n", allocated ? "" : "no GPU");
 		for (size_t i = 0; i < snapshot->count; i++) {
 			const struct gpurun_device *device = &snapshot->devices[i];
-			int gpu = is_instance(device) ? device->mig_parent : device->index;
+			int gpu = is_instance(device) ? device->mig_parent
+						      : gpurun_device_vendor_index(snapshot, i);
 			bool in = false;
 
-			if (!is_nvidia(device))
+			if (device->vendor != vendor)
 				continue;
 			for (size_t k = 0; k < allocated && !in; k++)
 				in = gpu >= 0 && indices[k] == (unsigned long long)gpu;
 			if (!in)
 				exclude(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
 		}
-		if (before > 0 && allowed_nvidia(snapshot, mask) == 0)
+		if (before > 0 && allowed_of(snapshot, mask, vendor) == 0)
 			add(why, "%s=%s: the Slurm allocation holds no GPU this process sees", name,
 			    value);
 	}
@@ -817,6 +936,12 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 		if (is_nvidia(&snapshot->devices[i]) && !(named && named[i]))
 			exclude(mask, i, GPURUN_MASK_NOT_VISIBLE);
 	if (before > 0 && allowed_nvidia(snapshot, mask) == 0) {
+		char shown[96];
+		bool named_any = false;
+
+		for (size_t i = 0; named && i < snapshot->count; i++)
+			named_any |= named[i];
+		value = quoted(value, shown, sizeof(shown));
 		if (parse.duplicate)
 			add(why, "CUDA_VISIBLE_DEVICES=%s names a GPU twice, and CUDA then shows no GPU",
 			    value);
@@ -824,6 +949,9 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 			add(why, "CUDA_VISIBLE_DEVICES=%s names no GPU: CUDA stops at its first entry "
 				 "'%.*s' (%s)", value, (int)parse.stop_length, parse.stop_text,
 			    stop_reason(parse.stop, parse.integers));
+		else if (!named_any)
+			add(why, "CUDA_VISIBLE_DEVICES=%s names only MIG-enabled GPUs that have no MIG "
+				 "instance", value);
 		else
 			add(why, "CUDA_VISIBLE_DEVICES=%s and the allocation above have no GPU in "
 				 "common", value);
@@ -873,7 +1001,7 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
 
 		mask->allowed[i] = !parent;
 		mask->verdicts[i] = parent ? GPURUN_MASK_MIG_ENABLED : GPURUN_MASK_ALLOWED;
-		selectable += is_nvidia(&snapshot->devices[i]) && !parent;
+		selectable += !parent;
 	}
 
 	/* Every variable is described, also after one of them has left nothing. */

@@ -205,7 +205,7 @@ static CUresult initialize(void)
 		memcpy(physical, machine.cuda_order, machine.gpu_count * sizeof(*physical));
 	}
 	count = machine.gpu_count;
-	if (visible) {
+	if (visible && !machine.cuda_ignores_visible) {
 		unsigned *chosen = malloc((machine.gpu_count + 1) * sizeof(*chosen));
 
 		count = chosen ? parse_visible(&machine, physical, visible, chosen) : 0;

@@ -336,6 +336,8 @@ static int parse_machine_directive(struct parser *p, const char *directive, char
 		f->smi_crlf = true;
 	else if (strcmp(directive, "smi_no_final_newline") == 0)
 		f->smi_no_final_newline = true;
+	else if (strcmp(directive, "cuda_ignores_visible") == 0)
+		f->cuda_ignores_visible = true;
 	else if (strcmp(directive, "cuda_order") == 0) {
 		free(p->order);
 		p->order_count = 0;

@@ -105,6 +105,7 @@ struct fixture {
 	struct fixture_process *processes;
 	size_t process_total;
 	unsigned *cuda_order;           /* physical indices, fastest first; gpu_count entries */
+	bool cuda_ignores_visible;      /* a broken driver: shows every GPU whatever the mask */
 	struct fixture_gpu *instances;  /* MIG instances, each GPU's together */
 	size_t instance_total;
 };

@@ -141,6 +141,14 @@ expect "--order free" 0 "0,4"
 GPURUN_SYSFS_ROOT=$AMD/eight ROCR_VISIBLE_DEVICES=6,7 run "$GPURUN" --print --limit all --max-load 1 --max-memory 1
 expect "a mask on eight" 0 "6,7"
 
+# Slurm's indices on an AMD node are the cards' own: the job's allocation holds here too.
+GPURUN_SYSFS_ROOT=$AMD/eight SLURM_JOB_ID=7 SLURM_JOB_GPUS=0,6 run "$GPURUN" --print --limit all \
+	--max-load 1 --max-memory 1
+expect "Slurm on an AMD node: only the allocated cards" 0 "0,6"
+GPURUN_SYSFS_ROOT=$AMD/eight SLURM_JOB_ID=7 SLURM_JOB_GPUS=0,6 run "$GPURUN" --print --explain \
+	--limit all --max-load 1 --max-memory 1
+has_line "... and --explain names them" "^gpurun: mask: SLURM_JOB_GPUS=0,6 \(the Slurm job's GPUs, node indices\): AMD GPU 0, AMD GPU 6$"
+
 # --- no AMD GPU --------------------------------------------------------------------------------------
 GPURUN_SYSFS_ROOT=$SCRATCH/nothing run "$GPURUN" --print --source amdgpu
 expect_error "--source amdgpu without AMD GPUs: exit 69, naming the place" 69 \

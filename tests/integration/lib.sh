@@ -91,6 +91,11 @@ expect_error() {
 	fi
 }
 
+# has_line NAME PATTERN: the last run's stderr has a line matching PATTERN (grep -E).
+has_line() {
+	if grep -Eq -- "$2" <<<"$ERR_TEXT"; then ok "$1"; else not_ok "$1" "status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"; fi
+}
+
 # check NAME CMD...: ok when CMD succeeds.
 check() {
 	local name=$1

@@ -11,11 +11,6 @@ UUID3=$(uuid_of 3)
 SHOW_ENV='printf "%s|%s\n" "${CUDA_VISIBLE_DEVICES-unset}" "${CUDA_DEVICE_ORDER-unset}"'
 CUDA_DIRECT=$BUILD/helpers/fake_cuda_direct
 
-# has NAME PATTERN: the last run's stderr has a line matching PATTERN (grep -E).
-has_line() {
-	if grep -Eq -- "$2" <<<"$ERR_TEXT"; then ok "$1"; else not_ok "$1" "status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"; fi
-}
-
 # --- CUDA_VISIBLE_DEVICES on a machine of one model (GPU0 busy, GPU1 over half full) -------
 CUDA_VISIBLE_DEVICES=0,3 run "$GPURUN" --print
 expect "indices" 0 "3"
@@ -151,6 +146,18 @@ else
 	not_ok "no driver: PCI order, with one warning line" "status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"
 fi
 
+# A driver that shows more devices than the list names has not applied it: its answer cannot
+# place the indices (and must not widen the mask, or overrun it).
+{ cat "$GPURUN_FAKE_FIXTURE"; echo cuda_ignores_visible; } >"$SCRATCH/broken-driver.fixture"
+GPURUN_FAKE_FIXTURE=$SCRATCH/broken-driver.fixture CUDA_VISIBLE_DEVICES=0 run "$GPURUN" --print --limit all
+if [ "$STATUS" = 0 ] && [ "$OUT_TEXT" = 0 ] &&
+	grep -q 'the CUDA driver showed 8 devices for 1 entries; reading the indices in PCI order' <<<"$ERR_TEXT"; then
+	ok "a driver that ignores the list: PCI order with a warning, never more GPUs than asked"
+else
+	not_ok "a driver that ignores the list: PCI order with a warning, never more GPUs than asked" \
+		"status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"
+fi
+
 GPURUN_CUDA_LIB=$SCRATCH/no-libcuda.so.1 CUDA_VISIBLE_DEVICES=$(uuid_of 0) run "$GPURUN" --print
 expect "no driver, UUIDs: no warning (a UUID is right in any order)" 0 "0"
 [ -z "$ERR_TEXT" ] && ok "... and nothing on stderr" || not_ok "... and nothing on stderr" "$ERR_TEXT"
@@ -189,8 +196,15 @@ use_fixture four.fixture
 NVIDIA_VISIBLE_DEVICES=none run "$GPURUN" --print
 expect_error "NVIDIA_VISIBLE_DEVICES=none: no GPU, exit 75" 75 "no GPU may be chosen: NVIDIA_VISIBLE_DEVICES=none: this container was given no GPU"
 
-NVIDIA_VISIBLE_DEVICES=void run "$GPURUN" --cpu-fallback sh -c "$SHOW_ENV"
-expect "NVIDIA_VISIBLE_DEVICES=void with --cpu-fallback: the CPU" 0 "|unset"
+NVIDIA_VISIBLE_DEVICES=none run "$GPURUN" --cpu-fallback sh -c "$SHOW_ENV"
+expect "NVIDIA_VISIBLE_DEVICES=none with --cpu-fallback: the CPU" 0 "|unset"
+
+# "void": the runtime injected nothing itself; CDI specs set it where the GPUs came in by CDI.
+NVIDIA_VISIBLE_DEVICES=void run "$GPURUN" --print
+expect "NVIDIA_VISIBLE_DEVICES=void (CDI): what NVML sees is what the container has" 0 "2"
+
+NVIDIA_VISIBLE_DEVICES=$(tr 'a-f' 'A-F' <<<"$UUID3" | sed 's/^GPU-/gpu-/') run "$GPURUN" --print
+expect "NVIDIA_VISIBLE_DEVICES: UUIDs match in any case, as the toolkit matches them" 0 "3"
 
 NVIDIA_VISIBLE_DEVICES=all run "$GPURUN" --print
 expect "NVIDIA_VISIBLE_DEVICES=all" 0 "2"

@@ -90,9 +90,9 @@ static void mask(const char *value, const char *expected)
 	bool allowed[16];
 	char got[17];
 
-	/* NVIDIA entries must come out as they went in. */
+	/* NVIDIA entries must come out as they went in; AMD ones start allowed. */
 	for (size_t i = 0; i < snapshot.count; i++)
-		allowed[i] = i % 2 == 0;
+		allowed[i] = snapshot.devices[i].vendor == GPURUN_VENDOR_AMD || i % 2 == 0;
 	gpurun_rocr_visible_mask(&snapshot, value, allowed);
 	for (size_t i = 0; i < snapshot.count; i++)
 		got[i] = allowed[i] ? '1' : '0';
@@ -110,6 +110,22 @@ static void rocr_mask_applies_to_amd_only(void **state)
 	mask("3,0", "101001");
 	mask("GPU-00000000000A1002", "100010");   /* UUIDs in any case */
 	mask("0,GPU-00000000000a1003", "101001");
+}
+
+/* Another rule (a Slurm allocation) left AMD 0 out: the mask cannot bring it back. */
+static void rocr_mask_narrows_and_never_widens(void **state)
+{
+	(void)state;
+	bool allowed[4] = { false, true, true, true };
+
+	machine(0, 4);
+	gpurun_rocr_visible_mask(&snapshot, NULL, allowed);
+	assert_false(allowed[0]);
+	assert_true(allowed[1]);
+	gpurun_rocr_visible_mask(&snapshot, "0,1", allowed);
+	assert_false(allowed[0]);
+	assert_true(allowed[1]);
+	assert_false(allowed[2]);
 }
 
 static void rocr_mask_stops_at_an_entry_naming_no_gpu(void **state)
@@ -231,6 +247,7 @@ int main(void)
 		TEST(amd_indices_follow_nvidia_ones),
 		TEST(append_to_an_empty_snapshot_keeps_amd_numbering),
 		TEST(rocr_mask_applies_to_amd_only),
+		TEST(rocr_mask_narrows_and_never_widens),
 		TEST(rocr_mask_stops_at_an_entry_naming_no_gpu),
 		TEST(vendor_with_enough_first_in_order),
 		TEST(no_vendor_has_enough_keeps_the_first),

@@ -141,6 +141,9 @@ static const struct grammar_case grammar[] = {
 	{ "GPU-77, GPU-1a2b3", "..x..." },              /* a UUID entry is not trimmed */
 	{ "GPU-77,2", "..x..." },                       /* an index among UUIDs ends the list */
 	{ "GPU-77," UUID2, "......" },                  /* one GPU twice */
+	{ "GPU-77,GPU-ffff,GPU-77", "......" },         /* written twice: none, past an unknown */
+	{ "GPU-77,GPU-1a2b,GPU-77", "......" },         /* ... or an ambiguous entry */
+	{ "GPU-77,2,GPU-77", "..x..." },                /* ... but not past the UUID entries */
 	{ "GPU-77,", "..x..." },
 	{ "GPU-c0ffee", "....xx" },                     /* a MIG GPU by UUID: all its instances */
 	/* MIG instances */
@@ -468,7 +471,19 @@ static void slurm_indices_are_not_applied_with_mig(void **state)
 	assert_rules_mention("not applied: on a machine with MIG");
 }
 
-static void container_none_and_void_mean_no_gpu(void **state)
+/* Without CUDA_VISIBLE_DEVICES to name the allocated instances, gpurun cannot tell which they
+ * are: none, rather than every GPU of the node. */
+static void slurm_on_a_mig_machine_without_the_list_allows_nothing(void **state)
+{
+	(void)state;
+	inherited.slurm_step_gpus = "0";
+	assert_string_equal(apply(NULL), "......");
+	assert_int_equal(mask.verdicts[0], GPURUN_MASK_OUTSIDE_SLURM);
+	assert_non_null(strstr(mask.nothing_allowed, "CUDA_VISIBLE_DEVICES, which would name them, "
+					"is not set"));
+}
+
+static void container_none_means_no_gpu(void **state)
 {
 	(void)state;
 	inherited.nvidia_visible_devices = "none";
@@ -476,8 +491,15 @@ static void container_none_and_void_mean_no_gpu(void **state)
 	assert_int_equal(mask.verdicts[0], GPURUN_MASK_NO_GPU);
 	assert_string_equal(mask.nothing_allowed,
 			    "NVIDIA_VISIBLE_DEVICES=none: this container was given no GPU");
+}
+
+/* CDI specs set "void" in containers whose GPUs came in by CDI: NVML shows what they have. */
+static void container_void_is_not_applied(void **state)
+{
+	(void)state;
 	inherited.nvidia_visible_devices = "void";
-	assert_string_equal(apply(NULL), "......");
+	assert_string_equal(apply(NULL), "xxx.xx");
+	assert_rules_mention("NVIDIA_VISIBLE_DEVICES=void: the container runtime injected nothing");
 }
 
 static void container_all_empty_and_indices_are_not_applied_again(void **state)
@@ -546,7 +568,9 @@ int main(void)
 		TEST(slurm_garbage_allows_nothing),
 		TEST(slurm_job_without_gpus_does_not_limit),
 		TEST(slurm_indices_are_not_applied_with_mig),
-		TEST(container_none_and_void_mean_no_gpu),
+		TEST(slurm_on_a_mig_machine_without_the_list_allows_nothing),
+		TEST(container_none_means_no_gpu),
+		TEST(container_void_is_not_applied),
 		TEST(container_all_empty_and_indices_are_not_applied_again),
 		TEST(container_uuids_limit),
 		TEST(whole_gpus_go_first),
