@@ -290,9 +290,10 @@ struct gpurun_mask {
 };
 
 /* Applies the inherited variables to the snapshot. order keeps the driver's answer between
- * calls: it is asked on first need (integers in CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER not
- * PCI_BUS_ID, GPUs of different models); NULL never asks, and integers are then read in PCI
- * order with a warning where that can be wrong. Devices of other vendors are left allowed. */
+ * calls with the same inherited values (start from a zeroed one for others): it is asked on
+ * first need (integers in CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER not PCI_BUS_ID, GPUs of
+ * different models); NULL never asks, and integers are then read in PCI order with a warning
+ * where that can be wrong. AMD devices are subject to the Slurm allocation only. */
 int gpurun_mask_apply(const struct gpurun_snapshot *snapshot, const struct gpurun_inherited *inherited,
 		      struct gpurun_cuda_order *order, struct gpurun_mask *mask,
 		      struct gpurun_error *err);
@@ -301,7 +302,8 @@ void gpurun_mask_free(struct gpurun_mask *mask);
 const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict);
 
 /* Marks in allowed[] (one per snapshot device) the devices an inherited CUDA_VISIBLE_DEVICES
- * value permits, integers in PCI order. NULL value: every device; empty value: none. */
+ * value permits, integers in PCI order. NULL value: every device that can be chosen (not a
+ * MIG-enabled GPU, whose instances are chosen instead); empty value: none. */
 int gpurun_visible_mask(const struct gpurun_snapshot *snapshot, const char *cuda_visible_devices,
 			bool *allowed, struct gpurun_error *err);
 
