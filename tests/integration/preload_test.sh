@@ -97,10 +97,13 @@ if [ "$exported" = "cuInit dlopen " ]; then
 else
 	not_ok "the library exports only its hooks (cuInit, dlopen)" "exports: $exported"
 fi
-# Each library it needs is loaded into every program it is preloaded into.
+# Each library it needs is loaded into every program it is preloaded into (a sanitizer build
+# brings its runtimes too).
 needed=$(readelf -d "$PRELOAD" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
+allowed_needed='libc|libdl|libpthread'
+[ -n "${GPURUN_SANITIZED:-}" ] && allowed_needed="$allowed_needed|libasan|libubsan"
 check "it loads nothing into its host but the C library (and libdl and libpthread before glibc 2.34): $needed" \
-	test -z "$(tr ' ' '\n' <<<"$needed" | grep -Ev '^(libc|libdl|libpthread)\.so\.[0-9]+$|^$')"
+	test -z "$(tr ' ' '\n' <<<"$needed" | grep -Ev "^($allowed_needed)\.so\.[0-9]+\$|^\$")"
 
 # --- without GPURUN_OPTIONS: nothing at all -------------------------------------------------------
 env | grep -v '^LD_PRELOAD=' | sort >"$SCRATCH/env.plain"
