@@ -124,9 +124,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* A MIG-enabled GPU is never a device itself, whatever the variables say. */
 			if (devices[i].mig_enabled)
 				fuzz_require(!mask.allowed[i]);
-			/* These variables limit NVIDIA devices only. */
+			/* Of these variables only a Slurm allocation limits AMD devices, and on
+			 * this machine, which has NVIDIA GPUs too, it cannot be matched to them. */
+			bool slurm = inherited.slurm_step_gpus || inherited.slurm_job_gpus;
 			if (devices[i].vendor == GPURUN_VENDOR_AMD)
-				fuzz_require(mask.allowed[i]);
+				fuzz_require(mask.allowed[i] == !slurm);
 		}
 		fuzz_require(allowed_count == mask.allowed_count);
 		fuzz_require_terminated(mask.rules);
@@ -145,13 +147,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 
-	/* ROCR_VISIBLE_DEVICES leaves the NVIDIA entries as they are. */
+	/* ROCR_VISIBLE_DEVICES leaves the NVIDIA entries as they are, and only narrows. */
 	for (size_t i = 0; i < snapshot.count; i++)
 		allowed[i] = i % 2;
 	gpurun_rocr_visible_mask(&snapshot, values[6], allowed);
-	for (size_t i = 0; i < snapshot.count; i++)
+	for (size_t i = 0; i < snapshot.count; i++) {
 		if (devices[i].vendor == GPURUN_VENDOR_NVIDIA)
 			fuzz_require(allowed[i] == i % 2);
+		else if (i % 2 == 0)
+			fuzz_require(!allowed[i]);
+	}
 	free(storage);
 	return 0;
 }

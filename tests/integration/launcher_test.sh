@@ -69,29 +69,13 @@ CUDA_VISIBLE_DEVICES=0,1 run "$GPURUN" --print
 expect_error "nothing available inside the mask: exit 75" 75 "wanted 1 GPU"
 
 # --- waiting ---------------------------------------------------------------------------------
-start_clock
-run "$GPURUN" --print --limit 3 --attempts 3 --interval 0.5
-elapsed=$(elapsed)
+run_timed "$GPURUN" --print --limit 3 --attempts 3 --interval 0.5
 expect_error "--attempts 3 fails with exit 75 naming the attempts" 75 "after 3 attempts"
-if ! timing_test "two intervals between three attempts, no sleep after the last"; then
-	:
-elif within "$elapsed" 1.0 1.45; then
-	ok "two intervals between three attempts, no sleep after the last ($elapsed s)"
-else
-	not_ok "two intervals between three attempts, no sleep after the last" "took $elapsed s"
-fi
+expect_took "two intervals between three attempts, no sleep after the last" 1.0 1.45
 
-start_clock
-run "$GPURUN" --print --limit 3 --timeout 0.5 --interval 0.1
-elapsed=$(elapsed)
+run_timed "$GPURUN" --print --limit 3 --timeout 0.5 --interval 0.1
 expect_error "--timeout gives up with exit 75" 75 "wanted 3 GPUs"
-if ! timing_test "--timeout 0.5 waits about 0.5 s"; then
-	:
-elif within "$elapsed" 0.5 1.2; then
-	ok "--timeout 0.5 waits about 0.5 s ($elapsed s)"
-else
-	not_ok "--timeout 0.5 waits about 0.5 s" "took $elapsed s"
-fi
+expect_took "--timeout 0.5 waits about 0.5 s" 0.5 1.2
 
 run "$GPURUN" --print --limit 3 --attempts 2 --interval 0.05 --verbose
 if [ "$STATUS" = 75 ] && grep -q '^gpurun: attempt 1/2: 2 of 3 GPUs available' <<<"$ERR_TEXT" &&
@@ -166,11 +150,9 @@ use_fixture no-devices.fixture
 run "$GPURUN" --print
 expect_error "a driver that sees no GPU: exit 69 from both sources" 69 "NVML: the driver sees no GPU.*No devices were found"
 use_fixture smi-hang.fixture
-start_clock
-run "$GPURUN" --print --source nvidia-smi --smi-timeout 0.3
-elapsed=$(elapsed)
+run_timed "$GPURUN" --print --source nvidia-smi --smi-timeout 0.3
 expect_error "a hung nvidia-smi is killed with a clear error" 69 "nvidia-smi"
-if ! timing_test "the hung nvidia-smi costs about the timeout"; then :; elif within "$elapsed" 0 2; then ok "the hung nvidia-smi costs about the timeout ($elapsed s)"; else not_ok "the hung nvidia-smi costs about the timeout" "$elapsed s"; fi
+expect_took "the hung nvidia-smi costs about the timeout" 0 2
 use_fixture four.fixture
 
 # --- reports ---------------------------------------------------------------------------------

@@ -121,6 +121,20 @@ timing_test() {
 	fi
 }
 
+# run_timed CMD...: `run`, and the seconds it took in $TOOK.
+run_timed() {
+	start_clock
+	run "$@"
+	TOOK=$(elapsed)
+}
+
+# expect_took NAME LOW HIGH: the last run_timed took from LOW to under HIGH seconds (skipped,
+# saying why, where timing is not gpurun's).
+expect_took() {
+	timing_test "$1" || return 0
+	if within "$TOOK" "$2" "$3"; then ok "$1 ($TOOK s)"; else not_ok "$1" "took $TOOK s, wanted $2 to $3"; fi
+}
+
 # heavy_test NAME: false (and skipped, saying why) under GPURUN_UNDER, where dozens of gpurun
 # processes at once would each carry the tool (memcheck: ~20x slower, ~100 MiB each).
 heavy_test() {
