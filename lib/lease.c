@@ -98,7 +98,18 @@ int lease_shared_dir_open(int parent_fd, const char *name)
 int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error *err)
 {
 	struct stat st;
-	int fd = lease_shared_dir_open(AT_FDCWD, lock_dir);
+	char path[PATH_MAX];
+	size_t length = strlen(lock_dir);
+
+	/* "/scratch/locks/" is "/scratch/locks": its draft must be made beside it, not in it. */
+	while (length > 1 && lock_dir[length - 1] == '/')
+		length--;
+	if (length >= sizeof(path))
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "lock directory %s: %s", lock_dir,
+				   strerror(ENAMETOOLONG));
+	memcpy(path, lock_dir, length);
+	path[length] = '\0';
+	int fd = lease_shared_dir_open(AT_FDCWD, path);
 
 	if (fd < 0) {
 		int cause = errno;
@@ -196,7 +207,7 @@ static bool lock_is_held(int fd)
 
 /* Refuses what an attacker may plant where a lock file belongs: a symlink (ELOOP from
  * O_NOFOLLOW) or anything but a regular file (a FIFO would hang a reader, a device would be
- * worse). Takes ownership of fd. */
+ * worse). fd is what opening it gave (-1 and errno on failure); closed when refused. */
 static int check_lock_file(int fd, const char *lock_dir, const char *name,
 			   struct gpurun_error *err)
 {

@@ -76,6 +76,9 @@ check "the lock directory is created sticky and world-writable whatever the umas
 	test "$(stat -c %a "$GPURUN_LOCK_DIR")" = 1777
 check "lock files are mode 0666" test "$(stat -c %a "$GPURUN_LOCK_DIR/$UUID2.lock")" = 666
 
+GPURUN_LOCK_DIR=$SCRATCH/slashed/ run "$GPURUN" --print
+expect "a lock directory named with a trailing slash is created all the same" 0 "2"
+
 mkdir "$SCRATCH/real"
 ln -s "$SCRATCH/real" "$SCRATCH/link"
 GPURUN_LOCK_DIR=$SCRATCH/link run "$GPURUN" --print
