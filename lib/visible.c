@@ -160,12 +160,13 @@ static bool machine_has_mig(const struct gpurun_snapshot *snapshot)
 	return false;
 }
 
-static size_t physical_count(const struct gpurun_snapshot *snapshot)
+/* How many GPUs of the vendor the snapshot has (MIG instances are not GPUs). */
+static size_t gpus_of(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor)
 {
 	size_t count = 0;
 
 	for (size_t i = 0; i < snapshot->count; i++)
-		count += is_physical(&snapshot->devices[i]);
+		count += snapshot->devices[i].vendor == vendor && !is_instance(&snapshot->devices[i]);
 	return count;
 }
 
@@ -180,7 +181,7 @@ static bool models_differ(const struct gpurun_snapshot *snapshot)
 		if (!is_physical(device))
 			continue;
 		if (!device->name[0])
-			return physical_count(snapshot) > 1;
+			return gpus_of(snapshot, GPURUN_VENDOR_NVIDIA) > 1;
 		if (!first)
 			first = device->name;
 		else if (strcmp(first, device->name) != 0)
@@ -232,6 +233,12 @@ static bool starts_with(const char *text, size_t length, const char *prefix)
 	size_t n = strlen(prefix);
 
 	return length >= n && memcmp(text, prefix, n) == 0;
+}
+
+/* An entry CUDA reads as a UUID, not an index. */
+static bool is_uuid_entry(const char *text, size_t length)
+{
+	return starts_with(text, length, "GPU-") || starts_with(text, length, "MIG-");
 }
 
 /* The one physical GPU whose UUID starts with the prefix; -1 none, -2 several. */
@@ -352,13 +359,12 @@ static bool uuid_written_twice(const char *value)
 	for (const char *entry = value;;) {
 		size_t length = strcspn(entry, ",");
 
-		if (!starts_with(entry, length, "GPU-") && !starts_with(entry, length, "MIG-"))
+		if (!is_uuid_entry(entry, length))
 			return false;
 		for (const char *later = entry + length; *later == ',';) {
 			later++;
 			size_t later_length = strcspn(later, ",");
-			if (!starts_with(later, later_length, "GPU-") &&
-			    !starts_with(later, later_length, "MIG-"))
+			if (!is_uuid_entry(later, later_length))
 				break;
 			if (later_length == length && memcmp(later, entry, length) == 0)
 				return true;
@@ -382,7 +388,7 @@ static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *valu
 		enum stop stop = STOP_NONE;
 		long position;
 
-		if (!starts_with(entry, length, "GPU-") && !starts_with(entry, length, "MIG-")) {
+		if (!is_uuid_entry(entry, length)) {
 			unsigned long long number;
 			bool negative;
 
@@ -451,9 +457,8 @@ static void parse_integers(const struct gpurun_snapshot *snapshot,
 		bool negative;
 
 		if (!read_integer(entry, length, &numbers[count], &negative)) {
-			stop_at(parse, starts_with(entry, length, "GPU-") ||
-					       starts_with(entry, length, "MIG-")
-					       ? STOP_OTHER_KIND : STOP_INVALID, entry, length);
+			stop_at(parse, is_uuid_entry(entry, length) ? STOP_OTHER_KIND : STOP_INVALID,
+				entry, length);
 			break;
 		}
 		if (negative) {
@@ -528,8 +533,7 @@ static void parse_visible(const struct gpurun_snapshot *snapshot,
 			  const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
 			  const char *value, size_t entry_count, struct parse *parse)
 {
-	parse->integers = !starts_with(value, strlen(value), "GPU-") &&
-			  !starts_with(value, strlen(value), "MIG-");
+	parse->integers = !is_uuid_entry(value, strlen(value));
 	if (parse->integers)
 		parse_integers(snapshot, inherited, order, value, entry_count, parse);
 	else
@@ -638,16 +642,25 @@ static void exclude(struct gpurun_mask *mask, size_t position, enum gpurun_mask_
 	mask->allowed[position] = false;
 }
 
-static size_t allowed_nvidia(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask)
+/* Leaves out every device of the vendor, for the same reason. */
+static void exclude_vendor(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor,
+			   struct gpurun_mask *mask, enum gpurun_mask_verdict verdict)
+{
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->devices[i].vendor == vendor)
+			exclude(mask, i, verdict);
+}
+
+static size_t allowed_of(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
+			 enum gpurun_vendor vendor)
 {
 	size_t count = 0;
 
 	for (size_t i = 0; i < snapshot->count; i++)
-		count += is_nvidia(&snapshot->devices[i]) && mask->allowed[i];
+		count += snapshot->devices[i].vendor == vendor && mask->allowed[i];
 	return count;
 }
 
-/* A list of full UUIDs names GPUs in any process; indices are the host's. */
 /* The container toolkit matches whole UUIDs regardless of case (libnvidia-container's
  * select_devices compares with strcasecmp), and no prefixes. */
 static bool starts_with_any_case(const char *text, size_t length, const char *prefix)
@@ -657,6 +670,7 @@ static bool starts_with_any_case(const char *text, size_t length, const char *pr
 	return length >= prefix_length && strncasecmp(text, prefix, prefix_length) == 0;
 }
 
+/* A list of full UUIDs names GPUs in any process; indices are the host's. */
 static bool all_uuids(const char *value)
 {
 	for (const char *entry = value;;) {
@@ -694,7 +708,7 @@ static bool listed_exactly(const char *list, const char *uuid)
 static void apply_container(const struct gpurun_snapshot *snapshot, const char *value,
 			    struct gpurun_mask *mask, struct text *rules, struct text *why)
 {
-	size_t before = allowed_nvidia(snapshot, mask);
+	size_t before = allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA);
 
 	if (!value)
 		return;
@@ -706,9 +720,7 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 	if (strcmp(value, "none") == 0) {
 		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: the container was given no GPU: no GPU\n",
 		    value);
-		for (size_t i = 0; i < snapshot->count; i++)
-			if (is_nvidia(&snapshot->devices[i]))
-				exclude(mask, i, GPURUN_MASK_NO_GPU);
+		exclude_vendor(snapshot, GPURUN_VENDOR_NVIDIA, mask, GPURUN_MASK_NO_GPU);
 		if (before > 0)
 			add(why, "NVIDIA_VISIBLE_DEVICES=%s: this container was given no GPU", value);
 		return;
@@ -735,7 +747,7 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 			continue;
 		exclude(mask, i, GPURUN_MASK_OUTSIDE_CONTAINER);
 	}
-	if (before > 0 && allowed_nvidia(snapshot, mask) == 0) {
+	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0) {
 		char shown[96];
 
 		add(why, "NVIDIA_VISIBLE_DEVICES=%s names no GPU this process sees",
@@ -778,25 +790,6 @@ static enum gpurun_vendor slurm_vendor(const struct gpurun_snapshot *snapshot)
 	return GPURUN_VENDOR_AMD;
 }
 
-static size_t allowed_of(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
-			 enum gpurun_vendor vendor)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < snapshot->count; i++)
-		count += snapshot->devices[i].vendor == vendor && mask->allowed[i];
-	return count;
-}
-
-/* Leaves out every GPU of the vendor: what cannot be matched to the allocation is outside it. */
-static void exclude_vendor(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor,
-			   struct gpurun_mask *mask)
-{
-	for (size_t i = 0; i < snapshot->count; i++)
-		if (snapshot->devices[i].vendor == vendor)
-			exclude(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
-}
-
 /* The allocation gpurun must never leave. Slurm's indices are node-global (gres.conf order,
  * which is PCI order with AutoDetect=nvml or /dev/nvidiaN listed in order); with cgroup device
  * confinement a job sees only its GPUs, renumbered from 0, and the indices cannot be compared,
@@ -820,18 +813,17 @@ static void apply_slurm(const struct gpurun_snapshot *snapshot,
 				   "GPUs; not limited\n", inherited->slurm_job_id);
 		return;
 	}
-	for (size_t i = 0; i < snapshot->count; i++)
-		seen += snapshot->devices[i].vendor == vendor && !is_instance(&snapshot->devices[i]);
+	seen = gpus_of(snapshot, vendor);
 	if (vendor == GPURUN_VENDOR_NVIDIA && allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) > 0) {
 		add(rules, "%s=%s (%s): this node also has AMD GPUs, which Slurm's indices cannot be "
 			   "matched to: they are left out\n", name, value, what);
-		exclude_vendor(snapshot, GPURUN_VENDOR_AMD, mask);
+		exclude_vendor(snapshot, GPURUN_VENDOR_AMD, mask, GPURUN_MASK_OUTSIDE_SLURM);
 	}
 	indices = calloc(count_entries(value), sizeof(*indices));
 	if (!indices || !read_slurm_list(value, indices, &allocated)) {
 		add(rules, "%s=%s (%s) is not a list of GPU indices: no GPU, to stay inside the "
 			   "allocation\n", name, value, what);
-		exclude_vendor(snapshot, vendor, mask);
+		exclude_vendor(snapshot, vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
 		if (before > 0)
 			add(why, "%s=%s is not a list of GPU indices", name, value);
 		free(indices);
@@ -847,7 +839,7 @@ static void apply_slurm(const struct gpurun_snapshot *snapshot,
 			add(rules, "%s=%s (%s): on a machine with MIG, Slurm numbers MIG instances, "
 				   "and CUDA_VISIBLE_DEVICES, which would name them, is not set: no GPU, "
 				   "to stay inside the allocation\n", name, value, what);
-			exclude_vendor(snapshot, vendor, mask);
+			exclude_vendor(snapshot, vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
 			if (before > 0)
 				add(why, "%s=%s numbers MIG instances, and CUDA_VISIBLE_DEVICES, which "
 					 "would name them, is not set", name, value);
@@ -889,7 +881,7 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 			       struct text *rules, struct text *why, struct text *warning)
 {
 	const char *value = inherited->cuda_visible_devices;
-	size_t before = allowed_nvidia(snapshot, mask);
+	size_t before = allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA);
 	struct parse parse = { 0 };
 	bool *named;
 
@@ -899,9 +891,7 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 	}
 	if (value[0] == '\0') {
 		add(rules, "CUDA_VISIBLE_DEVICES is empty: CUDA shows no GPU\n");
-		for (size_t i = 0; i < snapshot->count; i++)
-			if (is_nvidia(&snapshot->devices[i]))
-				exclude(mask, i, GPURUN_MASK_NOT_VISIBLE);
+		exclude_vendor(snapshot, GPURUN_VENDOR_NVIDIA, mask, GPURUN_MASK_NOT_VISIBLE);
 		if (before > 0)
 			add(why, "CUDA_VISIBLE_DEVICES is empty, which gives a program no GPU");
 		return;
@@ -935,7 +925,7 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 	for (size_t i = 0; i < snapshot->count; i++)
 		if (is_nvidia(&snapshot->devices[i]) && !(named && named[i]))
 			exclude(mask, i, GPURUN_MASK_NOT_VISIBLE);
-	if (before > 0 && allowed_nvidia(snapshot, mask) == 0) {
+	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0) {
 		char shown[96];
 		bool named_any = false;
 
