@@ -33,8 +33,8 @@ struct waiter {
 	bool look_again;                /* news arrived before its watch did */
 	unsigned own_lock_closes;       /* lock-file closes our last look made: not news to us */
 	bool at_head;
-	/* Without inotify: the GPUs our last look found leased by others, to watch by polling. */
-	const struct gpurun_snapshot *last_snapshot;
+	/* Without inotify: the GPUs our last look found leased by others (positions in its
+	 * snapshot), to watch by polling. */
 	size_t *leased_seen;
 	size_t leased_seen_count;
 	struct gpurun_inherited inherited;      /* the masks: read once, they cannot change */
@@ -146,7 +146,8 @@ static bool is_watched(const struct waiter *waiter)
  * someone, whether that waiter is still there; at the head of the line, whether a GPU our last
  * look found leased has been released. It also asks for inotify again, as the waiters that
  * took the instances get their GPUs and go. */
-static void poll_for_news(struct waiter *waiter, double until)
+static void poll_for_news(struct waiter *waiter, const struct gpurun_snapshot *last_look,
+			  double until)
 {
 	const struct timespec pause = { .tv_nsec = NEWS_POLL_NS };
 	struct gpurun_error ignored;
@@ -165,7 +166,7 @@ static void poll_for_news(struct waiter *waiter, double until)
 		}
 		for (size_t i = 0; i < waiter->leased_seen_count; i++) {
 			const struct gpurun_device *device =
-				&waiter->last_snapshot->devices[waiter->leased_seen[i]];
+				&last_look->devices[waiter->leased_seen[i]];
 			if (gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device,
 						 &ignored) != 1)
 				return;
@@ -173,8 +174,10 @@ static void poll_for_news(struct waiter *waiter, double until)
 	}
 }
 
-/* Sleeps until `until` (monotonic seconds) or until there is news. */
-static void wait_for_news(struct waiter *waiter, double until)
+/* Sleeps until `until` (monotonic seconds) or until there is news. last_look: the snapshot
+ * of our last look. */
+static void wait_for_news(struct waiter *waiter, const struct gpurun_snapshot *last_look,
+			  double until)
 {
 	unsigned lock_closes_seen = 0;
 
@@ -187,7 +190,7 @@ static void wait_for_news(struct waiter *waiter, double until)
 		if (left <= 0)
 			return;
 		if (waiter->queue_open && !is_watched(waiter)) {
-			poll_for_news(waiter, until);
+			poll_for_news(waiter, last_look, until);
 			return;
 		}
 		int timeout_ms = left > 3600 ? 3600 * 1000 : (int)ceil(left * 1000);
@@ -350,7 +353,6 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 	if (leased_seen)
 		waiter->leased_seen = leased_seen;
 	waiter->leased_seen_count = 0;
-	waiter->last_snapshot = &choice->snapshot;
 	if (!candidates || !choice->chosen || !choice->lease.fds || !leased_seen)
 		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	if (status == 0)
@@ -459,7 +461,8 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 				break;
 			continue;  /* look again at once: who is ahead of us changed as we joined */
 		}
-		wait_for_news(&waiter, next_attempt < deadline ? next_attempt : deadline);
+		wait_for_news(&waiter, &choice->snapshot,
+			      next_attempt < deadline ? next_attempt : deadline);
 	}
 	choice->attempts_made = progress.attempt;
 	progress.final = true;

@@ -114,7 +114,7 @@ int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error 
 	if (fd < 0) {
 		int cause = errno;
 
-		if (lstat(lock_dir, &st) != 0)
+		if (lstat(path, &st) != 0)
 			return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 					   "cannot create lock directory %s: %s; fix: set "
 					   "GPURUN_LOCK_DIR to a writable place, or use --no-lease",

@@ -83,6 +83,8 @@ mkdir "$SCRATCH/real"
 ln -s "$SCRATCH/real" "$SCRATCH/link"
 GPURUN_LOCK_DIR=$SCRATCH/link run "$GPURUN" --print
 expect_error "a symlinked lock directory is refused" 77 "$SCRATCH/link is a symlink"
+GPURUN_LOCK_DIR=$SCRATCH/link/ run "$GPURUN" --print
+expect_error "... also when named with a trailing slash (which would follow it)" 77 "$SCRATCH/link/ is a symlink"
 check "nothing was created through the symlink" test -z "$(ls -A "$SCRATCH/real")"
 
 mkdir -m 0777 "$SCRATCH/open"
