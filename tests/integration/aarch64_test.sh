@@ -74,7 +74,6 @@ guest() {
 	run "$QEMU" -L "$SYSROOT" "${settings[@]}" "$@"
 }
 helper() { printf '%s/helpers/%s' "$A64" "$1"; }
-record() { sed -E 's/^pid=[0-9]+ //' "$GPURUN_FAKE_CUDA_RECORD" | sort | uniq -c | sed -E 's/^ +//'; }
 CHOSEN_2='1 CUDA_VISIBLE_DEVICES=2 CUDA_DEVICE_ORDER=PCI_BUS_ID'
 
 # --- the build is what it claims ------------------------------------------------------------
@@ -102,12 +101,12 @@ checks() {
 	guest LD_PRELOAD="$library" GPURUN_OPTIONS="--lazy --order memory" "$(helper cuda_runtime_style)"
 	expect "$label: lazy, through dlopen(\"libcuda.so.1\") as libcudart does it" 0 \
 		"loaded=2 init=0 count=1 visible=2"
-	check "$label: ... and the driver saw the choice" test "$(record)" = "$CHOSEN_2"
+	check "$label: ... and the driver saw the choice" test "$(record_values)" = "$CHOSEN_2"
 	guest LD_PRELOAD="$library" GPURUN_OPTIONS="--lazy --order memory" "$(helper preload_direct)" \
 		--threads 8
 	expect "$label: lazy, through cuInit called by 8 threads at once: one choice" 0 \
 		"init=0,0,0,0,0,0,0,0 count=1 visible=2"
-	check "$label: ... that every cuInit saw" test "$(record)" = "8 ${CHOSEN_2#1 }"
+	check "$label: ... that every cuInit saw" test "$(record_values)" = "8 ${CHOSEN_2#1 }"
 	guest LD_PRELOAD="$library" GPURUN_OPTIONS="--order memory" "$(helper host_program)"
 	expect "$label: eager, the program starts with its GPU chosen" 0 "2|PCI_BUS_ID|2"
 }

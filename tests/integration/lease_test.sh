@@ -237,8 +237,7 @@ elif timing_test "$NO_INOTIFY_TEST"; then
 	printf 'gpu\n' >"$SCRATCH/one.fixture"
 	chmod 0644 "$SCRATCH/one.fixture"
 	# One job holds the only GPU for 0.5 s; three more wait with a 10 s interval.
-	start_clock
-	GPURUN_LOCK_DIR=$SCRATCH/nobody-locks GPURUN_FAKE_FIXTURE=$SCRATCH/one.fixture run \
+	GPURUN_LOCK_DIR=$SCRATCH/nobody-locks GPURUN_FAKE_FIXTURE=$SCRATCH/one.fixture run_timed \
 		timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$BUILD/helpers/without_inotify" bash -c '
 			"$0" sleep 0.5 &
@@ -247,12 +246,11 @@ elif timing_test "$NO_INOTIFY_TEST"; then
 			failed=0
 			for job in $(jobs -p); do wait "$job" || failed=$((failed + 1)); done
 			exit "$failed"' "$GPURUN"
-	took=$(elapsed)
 	if [ "$STATUS" = 77 ]; then
 		skip "$NO_INOTIFY_TEST" "$ERR_TEXT"
-	elif [ "$STATUS" = 0 ] && within "$took" 0 5; then
-		ok "$NO_INOTIFY_TEST (four jobs in $took s)"
+	elif [ "$STATUS" = 0 ] && within "$TOOK" 0 5; then
+		ok "$NO_INOTIFY_TEST (four jobs in $TOOK s)"
 	else
-		not_ok "$NO_INOTIFY_TEST" "status $STATUS after $took s (a waiter woken only by its 10 s interval takes longer)" "$ERR_TEXT"
+		not_ok "$NO_INOTIFY_TEST" "status $STATUS after $TOOK s (a waiter woken only by its 10 s interval takes longer)" "$ERR_TEXT"
 	fi
 fi

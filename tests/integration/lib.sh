@@ -91,6 +91,10 @@ expect_error() {
 	fi
 }
 
+# record_values: what the fake libcuda recorded in $GPURUN_FAKE_CUDA_RECORD, one line per
+# distinct value without the pid, counted ("1 CUDA_VISIBLE_DEVICES=2 CUDA_DEVICE_ORDER=...").
+record_values() { sed -E 's/^pid=[0-9]+ //' "$GPURUN_FAKE_CUDA_RECORD" | sort | uniq -c | sed -E 's/^ +//'; }
+
 # has_line NAME PATTERN: the last run's stderr has a line matching PATTERN (grep -E).
 has_line() {
 	if grep -Eq -- "$2" <<<"$ERR_TEXT"; then ok "$1"; else not_ok "$1" "status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"; fi

@@ -69,7 +69,6 @@ finish_background() {
 }
 
 record() { cat "$RECORD"; }
-record_values() { sed -E 's/^pid=[0-9]+ //' "$RECORD" | sort | uniq -c | sed -E 's/^ +//'; }
 # How many GPUs pid $1 holds a lease on, as `gpurun --show` names the holders.
 leases_of() { "$GPURUN" --show | grep -c "leased by pid $1 "; }
 print_now() { "$GPURUN" --print 2>&1; }
