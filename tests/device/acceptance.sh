@@ -38,9 +38,12 @@ set -u
 usage() {
 	cat <<EOF
 usage: tests/device/acceptance.sh [--dry-run [--gpus N]] [--budget SECONDS]
-  --dry-run     against the fakes (tests/fakes) instead of the real driver
-  --gpus N      GPUs on the simulated machine (dry run only; default 1)
-  --budget S    start no new check after S seconds (default 180, dry run 120)
+                                  [--build-dir DIR] [--without-make]
+  --dry-run       against the fakes (tests/fakes) instead of the real driver
+  --gpus N        GPUs on the simulated machine (dry run only; default 1)
+  --budget S      start no new check after S seconds (default 180, dry run 120)
+  --build-dir D   build there (default build/ in this tree)
+  --without-make  build with gcc alone, as on a machine without make
 Logs go to \$OUT when it is set (the device tool's output folder).
 EOF
 }
@@ -48,11 +51,15 @@ EOF
 DRY_RUN=false
 DRY_GPUS=1
 BUDGET=
+BUILD_DIR=
+WITH_MAKE=true
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dry-run) DRY_RUN=true ;;
 	--gpus) DRY_GPUS=${2:?--gpus needs a number}; shift ;;
 	--budget) BUDGET=${2:?--budget needs seconds}; shift ;;
+	--build-dir) BUILD_DIR=${2:?--build-dir needs a directory}; shift ;;
+	--without-make) WITH_MAKE=false ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "acceptance.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -63,7 +70,8 @@ $DRY_RUN && BUDGET=${BUDGET:-120} || BUDGET=${BUDGET:-180}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 1
-B=$ROOT/build
+mkdir -p "${BUILD_DIR:-$ROOT/build}" && B=$(cd "${BUILD_DIR:-$ROOT/build}" && pwd) || exit 1
+command -v make >/dev/null || WITH_MAKE=false
 GPURUN=$B/gpurun
 CUDA_UUID=$B/device/cuda_uuid
 COMPARE=$ROOT/tests/device/compare.py
@@ -314,37 +322,55 @@ compare_check() {
 }
 
 # ==== 1. build ================================================================================
-# Without make (the device image is not promised to have it), the same compiler lines as the
-# Makefile's, by hand: libgpurun.a, gpurun, the preload library and the two benchmarks.
+# Without make (the device image is not promised to have it), the Makefile's compiler lines by
+# hand: libgpurun.a, gpurun, the preload library, the two benchmarks, and in the dry run the fakes.
 build_without_make() {
 	local flags=(-std=gnu11 -Wall -Wextra -O2 -g -fPIC -Ilib -D_GNU_SOURCE
-		-DGPURUN_LIBDIR="\"/usr/local/lib\"") source objects=()
-	mkdir -p "$B/obj/lib" "$B/obj/preload" "$B/bench" || return 1
-	for source in lib/*.c; do
-		objects+=("$B/obj/${source%.c}.o")
-		gcc "${flags[@]}" -c "$source" -o "$B/obj/${source%.c}.o" || return 1
+		-DGPURUN_LIBDIR="\"/usr/local/lib\"") source object hidden pids=() pid
+	local lib=() launcher=() preload=()
+	mkdir -p "$B/obj/lib" "$B/obj/launcher" "$B/obj/preload" "$B/bench" "$B/fakes" || return 1
+	# Every source at once, as make -j would.
+	for source in lib/*.c launcher/*.c preload/*.c; do
+		object=$B/obj/${source%.c}.o
+		case $source in
+		lib/*) lib+=("$object") hidden= ;;
+		launcher/*) launcher+=("$object") hidden= ;;
+		preload/*) preload+=("$object") hidden=-fvisibility=hidden ;;
+		esac
+		gcc "${flags[@]}" $hidden -c "$source" -o "$object" &
+		pids+=($!)
 	done
-	rm -f "$B/libgpurun.a" && ar rcs "$B/libgpurun.a" "${objects[@]}" &&
-		gcc "${flags[@]}" -o "$GPURUN" launcher/gpurun.c "$B/libgpurun.a" -ldl -lm &&
+	for pid in "${pids[@]}"; do wait "$pid" || return 1; done
+	rm -f "$B/libgpurun.a" && ar rcs "$B/libgpurun.a" "${lib[@]}" &&
+		gcc "${flags[@]}" -o "$GPURUN" "${launcher[@]}" "$B/libgpurun.a" -ldl -lm &&
 		gcc "${flags[@]}" -shared -fvisibility=hidden -Wl,--exclude-libs,ALL \
-			-o "$B/libgpurun-preload.so" preload/*.c "$B/libgpurun.a" -ldl -lm -lpthread &&
+			-o "$B/libgpurun-preload.so" "${preload[@]}" "$B/libgpurun.a" \
+			-Wl,--as-needed -ldl -lm -lpthread &&
 		gcc "${flags[@]}" -o "$B/bench/snapshot_bench" bench/snapshot_bench.c "$B/libgpurun.a" -ldl -lm &&
-		gcc "${flags[@]}" -o "$B/bench/spawn_bench" bench/spawn_bench.c
+		gcc "${flags[@]}" -o "$B/bench/spawn_bench" bench/spawn_bench.c || return 1
+	$DRY_RUN || return 0
+	gcc "${flags[@]}" -shared -Wl,-soname,libnvidia-ml.so.1 -o "$B/fakes/libnvidia-ml.so.1" \
+		tests/fakes/fake_nvml.c tests/fakes/fixture.c &&
+		gcc "${flags[@]}" -o "$B/fakes/nvidia-smi" tests/fakes/fake_smi.c tests/fakes/fixture.c &&
+		gcc "${flags[@]}" -shared -Wl,-soname,libcuda.so.1 -o "$B/fakes/libcuda.so.1" \
+			tests/fakes/fake_cuda.c tests/fakes/fixture.c &&
+		ln -sf libcuda.so.1 "$B/fakes/libcuda.so"
 }
 
 say "== gpurun acceptance ($MODE), $(date -u '+%Y-%m-%d %H:%M:%S') UTC, $(uname -sr), $(nproc) CPUs"
-targets=("$GPURUN" "$B/libgpurun-preload.so" "$B/bench/snapshot_bench" "$B/bench/spawn_bench")
-$DRY_RUN && targets+=("$B/fakes/libnvidia-ml.so.1" "$B/fakes/nvidia-smi" "$B/fakes/libcuda.so.1")
-targets=("${targets[@]#"$ROOT/"}")
 build_start=$EPOCHREALTIME
-if command -v make >/dev/null; then
+what="gpurun, preload library, benchmarks$($DRY_RUN && echo ", fakes")"
+if $WITH_MAKE; then
+	targets=("$GPURUN" "$B/libgpurun-preload.so" "$B/bench/snapshot_bench" "$B/bench/spawn_bench")
+	$DRY_RUN && targets+=("$B/fakes/libnvidia-ml.so.1" "$B/fakes/nvidia-smi" "$B/fakes/libcuda.so.1")
+	how="make: $what"
 	# A make above us (make check) must not lend this one its jobserver.
-	how="make: gpurun, preload library, benchmarks$($DRY_RUN && echo ", fakes")"
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL timeout 300 make -j"$(nproc)" "${targets[@]}" >"$LOG/build.log" 2>&1
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL timeout 300 make -j"$(nproc)" B="$B" "${targets[@]}" \
+		>"$LOG/build.log" 2>&1
 else
-	how="no make here: gcc by hand"
+	how="gcc alone: $what"
 	export -f build_without_make
-	export B GPURUN
+	export B GPURUN DRY_RUN
 	timeout 300 bash -c build_without_make >"$LOG/build.log" 2>&1
 fi
 built=$?
@@ -558,10 +584,11 @@ fi
 # holds no lease, so only its memory can keep the second gpurun out.
 hog_start() {
 	if $DRY_RUN; then
-		background hog 90 sleep 80
-		HOG=$JOB
+		# Says it is ready itself, like the real one: its output file is opened after the fork.
 		write_fixture "$TARGET"
-		echo "ready: fixture rewritten, GPU $TARGET 60 % used" >"$LOG/hog.out"
+		background hog 90 sh -c 'echo "ready: fixture rewritten, GPU $1 60 % used"; exec sleep 80' \
+			hog "$TARGET"
+		HOG=$JOB
 	else
 		background hog 90 env CUDA_VISIBLE_DEVICES="$TARGET_UUID" python3 -c "$PY_HOG" 0.6 80
 		HOG=$JOB
