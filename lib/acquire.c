@@ -57,13 +57,6 @@ static unsigned wanted_count(const struct gpurun_request *request, size_t availa
 	return request->limit;
 }
 
-static unsigned needed_count(const struct gpurun_request *request, unsigned wanted)
-{
-	if (request->min_count_set)
-		return request->min_count;
-	return request->limit == GPURUN_LIMIT_ALL ? 1 : wanted;
-}
-
 static void count_devices(const struct gpurun_snapshot *snapshot, const bool *allowed,
 			  size_t available, struct gpurun_progress *progress)
 {
@@ -300,7 +293,7 @@ static int take_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	for (size_t i = 0; i < available; i++)
 		whole += choice->snapshot.devices[candidates[i]].mig_parent < 0;
 	unsigned wanted = wanted_count(request, whole > 0 ? whole : available > 0);
-	unsigned needed = needed_count(request, wanted);
+	unsigned needed = gpurun_request_needed(request);
 	size_t usable = wanted > 1
 		? gpurun_visible_whole_first(&choice->snapshot, candidates, available) : available;
 	progress->wanted = needed;
@@ -426,7 +419,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	choice->watch_fd = -1;
 	gpurun_inherited_read(&waiter.inherited);
 	progress.attempts = attempts;
-	progress.wanted = needed_count(request, wanted_count(request, 0));
+	progress.wanted = gpurun_request_needed(request);
 	if (!request->no_lease) {
 		status = gpurun_lock_dir_open(waiter.lock_dir, &waiter.lock_dir_fd, err);
 		if (status == 0)

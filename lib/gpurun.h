@@ -97,6 +97,7 @@ struct gpurun_device {
 	int mig_instance;               /* position among the parent's instances, -1 for a whole GPU */
 	bool mig_enabled;               /* a MIG-enabled GPU: never chosen itself; its instances
 					 * follow it in the snapshot and are the devices */
+	bool mig_mode_unknown;          /* the MIG mode could not be read: mig_enabled is set */
 	int mig_gpu_instance;           /* a MIG instance's GPU instance id, -1 when unknown */
 	int mig_compute_instance;       /* its compute instance id, -1 when unknown */
 	struct gpurun_process *processes;
@@ -198,6 +199,8 @@ int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
 int gpurun_request_parse_string(struct gpurun_request *request, const char *options,
 				struct gpurun_error *err);
 void gpurun_request_free(struct gpurun_request *request);
+/* The fewest GPUs the request accepts: --min-count, else 1 with --limit all, else --limit. */
+unsigned gpurun_request_needed(const struct gpurun_request *request);
 /* The option words for an order and a source ("memory", "nvidia-smi"), as --order and --source
  * take them; "unknown" for a value outside the enum. */
 const char *gpurun_order_name(enum gpurun_order order);
@@ -272,11 +275,12 @@ void gpurun_cuda_order_free(struct gpurun_cuda_order *order);
 /* Why the inherited variables keep a device out of the choice. */
 enum gpurun_mask_verdict {
 	GPURUN_MASK_ALLOWED,
-	GPURUN_MASK_NO_GPU,             /* NVIDIA_VISIBLE_DEVICES=none|void */
+	GPURUN_MASK_NO_GPU,             /* NVIDIA_VISIBLE_DEVICES=none */
 	GPURUN_MASK_OUTSIDE_CONTAINER,  /* NVIDIA_VISIBLE_DEVICES names other GPUs */
 	GPURUN_MASK_OUTSIDE_SLURM,      /* outside the Slurm allocation */
 	GPURUN_MASK_NOT_VISIBLE,        /* CUDA_VISIBLE_DEVICES does not name it */
 	GPURUN_MASK_MIG_ENABLED,        /* a MIG-enabled GPU: its instances are the devices */
+	GPURUN_MASK_MIG_MODE_UNKNOWN,   /* a GPU that may be split: only listed instances count */
 };
 
 struct gpurun_mask {
@@ -338,8 +342,8 @@ size_t gpurun_select(const struct gpurun_snapshot *snapshot, const bool *allowed
 
 /* One hand-off names one vendor's GPUs. Keeps in candidates[] (as gpurun_select ordered them)
  * only the devices of one vendor: the first vendor, in that order, with at least as many
- * candidates as the request needs, else the vendor of the first candidate. Returns how many
- * are left. */
+ * candidates as the request needs (gpurun_request_needed; MIG instances count only where one
+ * device will do), else the vendor of the first candidate. Returns how many are left. */
 size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot,
 			    const struct gpurun_request *request, size_t *candidates, size_t count);
 

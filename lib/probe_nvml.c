@@ -392,6 +392,7 @@ static void read_mig_mode(const struct nvml *nvml, nvmlDevice_t handle, struct g
 	 * only the instances NVML does list can be chosen. */
 	device->mig_enabled = answered(code, device) ? current == 1
 			      : code != NVML_ERROR_NOT_SUPPORTED && !device->lost;
+	device->mig_mode_unknown = device->mig_enabled && code != NVML_SUCCESS;
 }
 
 /* One MIG instance: a device of its own (UUID "MIG-...", memory, processes), named after its

@@ -68,6 +68,14 @@ void gpurun_request_free(struct gpurun_request *request)
 	request->lock_dir = NULL;
 }
 
+unsigned gpurun_request_needed(const struct gpurun_request *request)
+{
+	if (request->min_count_set)
+		return request->min_count;
+	/* With --limit all, "all of them or nothing" would fail on any busy machine: one will do. */
+	return request->limit == GPURUN_LIMIT_ALL ? 1 : request->limit;
+}
+
 /* ---- one parse: what it has seen so far ---------------------------------------------------- */
 
 struct parser {
@@ -462,9 +470,8 @@ static int check_consistency(struct parser *p)
 	if (p->wait_seen && p->attempts_seen)
 		return reject(p, GPURUN_EXIT_USAGE,
 			      "--wait and --attempts cannot be used together (--wait means unlimited attempts)");
-	/* With --limit all, "all of them or nothing" would fail on any busy machine: one will do. */
 	if (!request->min_count_set)
-		request->min_count = request->limit == GPURUN_LIMIT_ALL ? 1 : request->limit;
+		request->min_count = gpurun_request_needed(request);
 	else if (request->limit != GPURUN_LIMIT_ALL && request->min_count > request->limit)
 		return reject(p, GPURUN_EXIT_USAGE, "--min-count %u is more than --limit %u",
 			      request->min_count, request->limit);

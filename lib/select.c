@@ -77,7 +77,15 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
 	if (device->lost)
 		return explain(buffer, size, "lost (GPU_IS_LOST)");
 	if (device->mig_enabled)
-		return explain(buffer, size, "MIG enabled: its MIG instances are chosen instead");
+		return explain(buffer, size, "%s",
+			       gpurun_mask_verdict_text(device->mig_mode_unknown
+							? GPURUN_MASK_MIG_MODE_UNKNOWN
+							: GPURUN_MASK_MIG_ENABLED));
+	/* CUDA knows a MIG instance by its UUID alone: without one, the hand-off would name the
+	 * parent GPU, and CUDA would pick an instance itself, perhaps one leased by another job. */
+	if (device->mig_parent >= 0 && !device->uuid[0])
+		return explain(buffer, size, "MIG instance without a UUID: CUDA could not be told "
+					     "which instance");
 	if (device->leased)
 		return explain(buffer, size, "leased by pid %ld%s%s%s", (long)device->holder.pid,
 			       device->holder.user[0] ? " (" : "", device->holder.user,

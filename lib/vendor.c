@@ -78,28 +78,25 @@ void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
 	free(named);
 }
 
-/* How many devices the request cannot do with fewer than (as acquire counts it). */
-static size_t needed_count(const struct gpurun_request *request)
-{
-	if (request->min_count_set)
-		return request->min_count;
-	return request->limit == GPURUN_LIMIT_ALL ? 1 : request->limit;
-}
-
-static size_t count_of_vendor(const struct gpurun_snapshot *snapshot, const size_t *candidates,
-			      size_t count, enum gpurun_vendor vendor)
+/* How many of a vendor's candidates one hand-off of `needed` devices could use: CUDA shows a
+ * process one MIG instance at most, so instances count only when one device will do. */
+static size_t usable_of_vendor(const struct gpurun_snapshot *snapshot, const size_t *candidates,
+			       size_t count, enum gpurun_vendor vendor, size_t needed)
 {
 	size_t found = 0;
 
-	for (size_t i = 0; i < count; i++)
-		found += snapshot->devices[candidates[i]].vendor == vendor;
+	for (size_t i = 0; i < count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[candidates[i]];
+
+		found += device->vendor == vendor && (needed <= 1 || device->mig_parent < 0);
+	}
 	return found;
 }
 
 size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot,
 			    const struct gpurun_request *request, size_t *candidates, size_t count)
 {
-	size_t needed = needed_count(request);
+	size_t needed = gpurun_request_needed(request);
 	enum gpurun_vendor chosen;
 	size_t kept = 0;
 
@@ -113,7 +110,7 @@ size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot,
 		for (size_t j = 0; j < i && first_of_its_vendor; j++)
 			first_of_its_vendor = snapshot->devices[candidates[j]].vendor != vendor;
 		if (first_of_its_vendor &&
-		    count_of_vendor(snapshot, candidates, count, vendor) >= needed) {
+		    usable_of_vendor(snapshot, candidates, count, vendor, needed) >= needed) {
 			chosen = vendor;
 			break;
 		}

@@ -581,7 +581,8 @@ static void describe_targets(const struct gpurun_snapshot *snapshot, const struc
 		device_label(device, label, sizeof(label));
 		add(rules, "%s%s", i ? ", " : "", label);
 		if (device->mig_enabled)
-			add(rules, " (MIG enabled: its %zu instance%s)",
+			add(rules, " (MIG %s: its %zu instance%s)",
+			    device->mig_mode_unknown ? "mode unknown" : "enabled",
 			    instance_count(snapshot, device->index),
 			    instance_count(snapshot, device->index) == 1 ? "" : "s");
 	}
@@ -990,7 +991,9 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
 		bool parent = is_physical(&snapshot->devices[i]) && snapshot->devices[i].mig_enabled;
 
 		mask->allowed[i] = !parent;
-		mask->verdicts[i] = parent ? GPURUN_MASK_MIG_ENABLED : GPURUN_MASK_ALLOWED;
+		mask->verdicts[i] = !parent ? GPURUN_MASK_ALLOWED
+				    : snapshot->devices[i].mig_mode_unknown ? GPURUN_MASK_MIG_MODE_UNKNOWN
+									    : GPURUN_MASK_MIG_ENABLED;
 		selectable += !parent;
 	}
 
@@ -1022,6 +1025,8 @@ const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict)
 		return "not named by CUDA_VISIBLE_DEVICES";
 	case GPURUN_MASK_MIG_ENABLED:
 		return "MIG enabled: its MIG instances are chosen instead";
+	case GPURUN_MASK_MIG_MODE_UNKNOWN:
+		return "MIG mode unknown: it may be split, so only MIG instances NVML lists can be chosen";
 	}
 	return "unknown";
 }

@@ -258,7 +258,10 @@ props = torch.cuda.get_device_properties(0)
 libc = ctypes.CDLL(None)
 libc.getenv.restype = ctypes.c_char_p
 visible = libc.getenv(b"CUDA_VISIBLE_DEVICES")
-print("uuid=%s count=%d visible=%s torch=%s" % (props.uuid, torch.cuda.device_count(),
+# The count of the CUDA runtime itself: torch.cuda.device_count() may count through NVML,
+# filtered by the copy of CUDA_VISIBLE_DEVICES in os.environ, which misses what --lazy set.
+count = getattr(torch._C, "_cuda_getDeviceCount", torch.cuda.device_count)()
+print("uuid=%s count=%d visible=%s torch=%s" % (props.uuid, count,
       visible.decode() if visible is not None else "<unset>", torch.__version__))
 '
 # Takes FRACTION of the GPU memory with a plain allocation (cudaMalloc through the caching

@@ -119,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_require(mask.count == snapshot.count);
 		for (size_t i = 0; i < snapshot.count; i++) {
 			allowed_count += mask.allowed[i];
-			fuzz_require(mask.verdicts[i] <= GPURUN_MASK_MIG_ENABLED);
+			fuzz_require(mask.verdicts[i] <= GPURUN_MASK_MIG_MODE_UNKNOWN);
 			fuzz_require(strcmp(gpurun_mask_verdict_text(mask.verdicts[i]), "unknown"));
 			/* A MIG-enabled GPU is never a device itself, whatever the variables say. */
 			if (devices[i].mig_enabled)

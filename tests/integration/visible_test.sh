@@ -269,3 +269,32 @@ wait "$first_pid" 2>/dev/null
 # The nvidia-smi path sees GPUs only: a MIG-enabled GPU is one row whose load is unknown.
 CUDA_VISIBLE_DEVICES=1 run "$GPURUN" --print --source nvidia-smi
 expect_error "nvidia-smi: a MIG-enabled GPU has no known load and is not chosen" 75 "wanted 1 GPU"
+
+# MIG faults. GPU 0 is busy; GPU 1 is split into two instances whose UUIDs cannot be read: CUDA
+# knows an instance by its UUID alone, and the parent's index would let it pick one itself.
+# GPU 2's MIG mode cannot be read: it may be split, so it is not handed out whole.
+cat >"$SCRATCH/mig-faults.fixture" <<FIXTURE
+gpu
+util 90
+memory 81920 60000
+gpu
+memory 81920 0
+mig on
+mig_instance
+error uuid UNKNOWN
+memory 10240 0
+mig_instance
+error uuid UNKNOWN
+memory 10240 0
+gpu
+error mig_mode NO_PERMISSION
+FIXTURE
+use_fixture "$SCRATCH/mig-faults.fixture"
+run "$GPURUN" --print --include-nan
+expect_error "MIG: instances without a UUID and a GPU of unknown MIG mode are not handed out" 75 \
+	"wanted 1 GPU, found 0 available"
+run "$GPURUN" --print --include-nan --explain
+has_line "--explain: a MIG instance without a UUID is not chosen" \
+	"^gpurun: GPU 1 MIG 0 \(\): MIG instance without a UUID: CUDA could not be told which instance$"
+has_line "--explain: a GPU whose MIG mode is unknown says so, not \"MIG enabled\"" \
+	"^gpurun: GPU 2 \([^)]*\): MIG mode unknown: it may be split, so only MIG instances NVML lists can be chosen$"

@@ -329,6 +329,30 @@ static void lost_gpu_is_excluded(void **state)
 	assert_reason(gpu, "lost (GPU_IS_LOST)");
 }
 
+static void mig_gpu_is_never_chosen_itself(void **state)
+{
+	struct gpurun_device *gpu = add_gpu(0);
+
+	(void)state;
+	gpu->mig_enabled = true;
+	assert_reason(gpu, "MIG enabled: its MIG instances are chosen instead");
+	gpu->mig_mode_unknown = true;
+	assert_reason(gpu, "MIG mode unknown: it may be split, so only MIG instances NVML lists "
+			   "can be chosen");
+}
+
+static void mig_instance_without_uuid_is_excluded(void **state)
+{
+	struct gpurun_device *instance = add_gpu(1);
+
+	(void)state;
+	instance->mig_parent = 0;
+	strcpy(instance->uuid, "MIG-3c9f0a41-0e8a-5a5b-b7f3-1f7e3e0d2a11");
+	assert_available(instance);
+	instance->uuid[0] = '\0';
+	assert_reason(instance, "MIG instance without a UUID: CUDA could not be told which instance");
+}
+
 static void leased_gpu_is_excluded(void **state)
 {
 	struct gpurun_device *gpu = add_gpu(0);
@@ -650,6 +674,8 @@ int main(void)
 		TEST(exclusion_by_index_is_numeric),
 		TEST(exclusion_by_uuid_prefix_excludes_nothing),
 		TEST(lost_gpu_is_excluded),
+		TEST(mig_gpu_is_never_chosen_itself),
+		TEST(mig_instance_without_uuid_is_excluded),
 		TEST(leased_gpu_is_excluded),
 		TEST(leased_by_unknown_user),
 		TEST(reason_buffer_may_be_null),

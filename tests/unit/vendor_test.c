@@ -202,6 +202,32 @@ static void limit_all_and_min_count(void **state)
 	assert_int_equal(select_vendor(order, 4, kept), 3);         /* two needed: only AMD has */
 }
 
+static void mig_instances_count_only_where_one_device_will_do(void **state)
+{
+	(void)state;
+	size_t kept[8];
+	/* NVIDIA 1 and 2 are MIG instances (of GPU 0, MIG-enabled and never a candidate). */
+	static const size_t order[] = { 1, 2, 3, 4 };
+
+	machine(3, 2);
+	snapshot.devices[1].mig_parent = snapshot.devices[2].mig_parent = 0;
+	request.limit = 2;
+	assert_int_equal(select_vendor(order, 4, kept), 2);         /* two instances are no pair */
+	assert_int_equal(kept[0], 3);
+	assert_int_equal(kept[1], 4);
+	request.limit = 1;
+	assert_int_equal(select_vendor(order, 4, kept), 2);         /* one instance will do */
+	assert_int_equal(kept[0], 1);
+	assert_int_equal(gpurun_request_needed(&request), 1);
+	request.limit = GPURUN_LIMIT_ALL;
+	assert_int_equal(gpurun_request_needed(&request), 1);
+	request.min_count = 2;
+	request.min_count_set = true;
+	assert_int_equal(gpurun_request_needed(&request), 2);
+	assert_int_equal(select_vendor(order, 4, kept), 2);
+	assert_int_equal(kept[0], 3);
+}
+
 /* ---- the hand-off ------------------------------------------------------------------------------- */
 
 static void choose(struct gpurun_choice *choice, const size_t *positions, size_t count)
@@ -252,6 +278,7 @@ int main(void)
 		TEST(vendor_with_enough_first_in_order),
 		TEST(no_vendor_has_enough_keeps_the_first),
 		TEST(limit_all_and_min_count),
+		TEST(mig_instances_count_only_where_one_device_will_do),
 		TEST(amd_choice_goes_to_rocr_in_amd_numbering),
 	};
 
