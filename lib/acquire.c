@@ -273,7 +273,7 @@ static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
 	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
 	*available = gpurun_select(snapshot, allowed, waiter->request, candidates);
-	*available = gpurun_select_vendor(snapshot, waiter->request, candidates, *available);
+	*available = gpurun_select_vendor(snapshot, allowed, waiter->request, candidates, *available);
 	count_devices(snapshot, allowed, *available, progress);
 	free(allowed);
 	return 0;

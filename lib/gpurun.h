@@ -326,6 +326,9 @@ void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
 
 /* ---- selection ---------------------------------------------------------------------------- */
 
+/* --exclude names it, by the table's index or by UUID. */
+bool gpurun_device_excluded(const struct gpurun_device *device,
+			    const struct gpurun_request *request);
 /* GPUtil's getAvailability for one device, plus gpurun's extensions (exclusion by UUID,
  * lost devices, leases held by others). */
 bool gpurun_device_available(const struct gpurun_device *device,
@@ -341,10 +344,9 @@ size_t gpurun_select(const struct gpurun_snapshot *snapshot, const bool *allowed
 		     const struct gpurun_request *request, size_t *candidates);
 
 /* One hand-off names one vendor's GPUs. Keeps in candidates[] (as gpurun_select ordered them)
- * only the devices of one vendor: the first vendor, in that order, with at least as many
- * candidates as the request needs (gpurun_request_needed; MIG instances count only where one
- * device will do), else the vendor of the first candidate. Returns how many are left. */
-size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot,
+ * only NVIDIA devices where `allowed` (NULL: all) and --exclude leave any NVIDIA device at all,
+ * busy or not; else only AMD devices. Returns how many are left. */
+size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
 			    const struct gpurun_request *request, size_t *candidates, size_t count);
 
 /* ---- leases ------------------------------------------------------------------------------- */

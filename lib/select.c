@@ -29,11 +29,12 @@ static bool word_names_device(const char *word, size_t length, const struct gpur
 	       memcmp(device->uuid, word, length) == 0;
 }
 
-static bool is_excluded(const struct gpurun_device *device, const char *exclude)
+bool gpurun_device_excluded(const struct gpurun_device *device,
+			    const struct gpurun_request *request)
 {
-	const char *word = exclude;
+	const char *word = request->exclude;
 
-	if (!exclude)
+	if (!word)
 		return false;
 	for (;;) {
 		size_t length = strcspn(word, ",");
@@ -90,7 +91,7 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
 		return explain(buffer, size, "leased by pid %ld%s%s%s", (long)device->holder.pid,
 			       device->holder.user[0] ? " (" : "", device->holder.user,
 			       device->holder.user[0] ? ")" : "");
-	if (is_excluded(device, request->exclude))
+	if (gpurun_device_excluded(device, request))
 		return explain(buffer, size, "excluded");
 	/* NaN free memory fails even against 0, and include_nan does not rescue it (GPUtil). */
 	if (isnan(device->memory_free))

@@ -78,43 +78,20 @@ void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
 	free(named);
 }
 
-/* How many of a vendor's candidates one hand-off of `needed` devices could use: CUDA shows a
- * process one MIG instance at most, so instances count only when one device will do. */
-static size_t usable_of_vendor(const struct gpurun_snapshot *snapshot, const size_t *candidates,
-			       size_t count, enum gpurun_vendor vendor, size_t needed)
-{
-	size_t found = 0;
-
-	for (size_t i = 0; i < count; i++) {
-		const struct gpurun_device *device = &snapshot->devices[candidates[i]];
-
-		found += device->vendor == vendor && (needed <= 1 || device->mig_parent < 0);
-	}
-	return found;
-}
-
-size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot,
+/* A program is built for one vendor's runtime, and gpurun cannot tell which: on a machine with
+ * both, the vendor must not depend on which GPUs happen to be free, or a CUDA job would be
+ * handed an AMD GPU while it goes on to use a busy NVIDIA one. NVIDIA, as for every CUDA
+ * program, unless this job may use none; --vendor amd asks for AMD outright. */
+size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
 			    const struct gpurun_request *request, size_t *candidates, size_t count)
 {
-	size_t needed = gpurun_request_needed(request);
-	enum gpurun_vendor chosen;
+	enum gpurun_vendor chosen = GPURUN_VENDOR_AMD;
 	size_t kept = 0;
 
-	if (count == 0)
-		return 0;
-	chosen = snapshot->devices[candidates[0]].vendor;
-	for (size_t i = 0; i < count; i++) {
-		enum gpurun_vendor vendor = snapshot->devices[candidates[i]].vendor;
-		bool first_of_its_vendor = true;
-
-		for (size_t j = 0; j < i && first_of_its_vendor; j++)
-			first_of_its_vendor = snapshot->devices[candidates[j]].vendor != vendor;
-		if (first_of_its_vendor &&
-		    usable_of_vendor(snapshot, candidates, count, vendor, needed) >= needed) {
-			chosen = vendor;
-			break;
-		}
-	}
+	for (size_t i = 0; i < snapshot->count && chosen != GPURUN_VENDOR_NVIDIA; i++)
+		if (snapshot->devices[i].vendor == GPURUN_VENDOR_NVIDIA && (!allowed || allowed[i]) &&
+		    !gpurun_device_excluded(&snapshot->devices[i], request))
+			chosen = GPURUN_VENDOR_NVIDIA;
 	for (size_t i = 0; i < count; i++)
 		if (snapshot->devices[candidates[i]].vendor == chosen)
 			candidates[kept++] = candidates[i];

@@ -173,27 +173,35 @@ assert [g["index"] for g in doc["gpus"]] == list(range(8))
 assert doc["gpus"][4]["uuid"] == "GPU-b39adaf836600b31"
 ' <"$SCRATCH/stdout"; then ok "--json on a mixed machine"; else not_ok "--json on a mixed machine" "$OUT_TEXT"; fi
 run "$GPURUN" --limit 2 sh -c "$SHOW_ENV"
-expect "the first vendor in order with enough: NVIDIA, in CUDA_VISIBLE_DEVICES" 0 \
-	"unset|unset|2,3|PCI_BUS_ID|2,3"
+expect "both vendors: NVIDIA GPUs, in CUDA_VISIBLE_DEVICES" 0 "unset|unset|2,3|PCI_BUS_ID|2,3"
 run "$GPURUN" --limit 2 --order memory sh -c "$SHOW_ENV"
-expect "--order memory puts an AMD GPU first: AMD, in ROCr's numbering" 0 "3,1|unset|unset|unset|3,1"
+expect "both vendors: NVIDIA GPUs even where --order memory puts an AMD GPU first" 0 \
+	"unset|unset|2,3|PCI_BUS_ID|2,3"
 run "$GPURUN" --print --limit 3
-expect_error "never mixed: 2 NVIDIA + 2 AMD is not 3" 75 "wanted 3 GPUs"
-run "$GPURUN" --print --vendor amd
-expect "--vendor amd" 0 "1"
+expect_error "never mixed: 2 free NVIDIA GPUs and free AMD ones are not 3" 75 "wanted 3 GPUs"
+run "$GPURUN" --print --vendor amd --limit 2 --order memory
+expect "--vendor amd: AMD GPUs, in ROCr's numbering" 0 "3,1"
 run "$GPURUN" --print --vendor nvidia --order last
 expect "--vendor nvidia" 0 "3"
+# A CUDA job whose NVIDIA GPUs are busy waits for them: an AMD GPU would leave it on a busy one.
 run "$GPURUN" --print --exclude 2,3
-expect "excluding the free NVIDIA GPUs leaves AMD ones" 0 "1"
-run "$GPURUN" --print --exclude 2,3,5
-expect "--exclude takes the table's index for AMD GPUs too" 0 "3"
+expect_error "busy NVIDIA GPUs left by --exclude: the job waits, it is not sent to AMD" 75 \
+	"wanted 1 GPU"
 CUDA_VISIBLE_DEVICES=0 run "$GPURUN" --print
-expect "CUDA_VISIBLE_DEVICES masks NVIDIA GPUs only" 0 "1"
+expect_error "busy NVIDIA GPU left by CUDA_VISIBLE_DEVICES: the job waits" 75 "wanted 1 GPU"
+run "$GPURUN" --print --exclude 0,1,2,3
+expect "--exclude of every NVIDIA GPU leaves AMD ones" 0 "1"
+run "$GPURUN" --print --exclude 0,1,2,3,5
+expect "--exclude takes the table's index for AMD GPUs too" 0 "3"
+CUDA_VISIBLE_DEVICES= run "$GPURUN" --print
+expect "CUDA_VISIBLE_DEVICES empty: no NVIDIA GPU, so AMD ones" 0 "1"
+ROCR_VISIBLE_DEVICES= run "$GPURUN" --print --order memory --vendor amd
+expect_error "ROCR_VISIBLE_DEVICES empty: no AMD GPU" 75 "no GPU may be chosen|wanted 1 GPU"
 ROCR_VISIBLE_DEVICES= run "$GPURUN" --print --order memory
 expect "ROCR_VISIBLE_DEVICES masks AMD GPUs only" 0 "2"
-run "$GPURUN" --print --explain --order memory
-if [ "$STATUS" = 0 ] && grep -q "GPU 7 (GPU-3a90a60dbaf2e93f): chosen" <<<"$ERR_TEXT" &&
-	grep -q "GPU 4 (GPU-b39adaf836600b31): load 97%" <<<"$ERR_TEXT"; then
+run "$GPURUN" --print --explain --order memory --vendor amd
+if [ "$STATUS" = 0 ] && grep -q "GPU 3 (GPU-3a90a60dbaf2e93f): chosen" <<<"$ERR_TEXT" &&
+	grep -q "GPU 0 (GPU-b39adaf836600b31): load 97%" <<<"$ERR_TEXT"; then
 	ok "--explain covers AMD GPUs"
 else
 	not_ok "--explain covers AMD GPUs" "$ERR_TEXT"

@@ -193,6 +193,9 @@ static void min_count_defaults_to_limit(void **state)
 	assert_parsed(PARSE("--limit", "3", "true"));
 	assert_int_equal(request.min_count, 3);
 	assert_false(request.min_count_set);
+	/* A request filled in by a program rather than parsed: the same rule. */
+	request.limit = 5;
+	assert_int_equal(gpurun_request_needed(&request), 5);
 }
 
 static void min_count_with_limit_all_defaults_to_one(void **state)
@@ -200,6 +203,7 @@ static void min_count_with_limit_all_defaults_to_one(void **state)
 	(void)state;
 	assert_parsed(PARSE("--limit", "all", "true"));
 	assert_int_equal(request.min_count, 1);
+	assert_int_equal(gpurun_request_needed(&request), 1);
 }
 
 static void min_count_number(void **state)
@@ -208,6 +212,7 @@ static void min_count_number(void **state)
 	assert_parsed(PARSE("--limit", "4", "--min-count", "2", "true"));
 	assert_int_equal(request.min_count, 2);
 	assert_true(request.min_count_set);
+	assert_int_equal(gpurun_request_needed(&request), 2);
 	assert_parsed(PARSE("--min-count=3", "--limit=4", "true"));
 	assert_int_equal(request.min_count, 3);
 }

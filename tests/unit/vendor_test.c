@@ -141,91 +141,51 @@ static void rocr_mask_stops_at_an_entry_naming_no_gpu(void **state)
 
 /* ---- one vendor per hand-off ------------------------------------------------------------------- */
 
-static size_t select_vendor(const size_t *order, size_t count, size_t *kept)
+static size_t select_vendor(const bool *allowed, const size_t *order, size_t count, size_t *kept)
 {
 	memcpy(kept, order, count * sizeof(*order));
-	return gpurun_select_vendor(&snapshot, &request, kept, count);
+	return gpurun_select_vendor(&snapshot, allowed, &request, kept, count);
 }
 
-static void vendor_with_enough_first_in_order(void **state)
+static void nvidia_wherever_the_job_may_use_one(void **state)
 {
 	(void)state;
 	size_t kept[8];
+	/* Order: AMD, NVIDIA, AMD, NVIDIA, AMD: which is free first does not matter. */
+	static const size_t order[] = { 3, 0, 2, 1, 4 };
+	static const size_t amd_free_only[] = { 3, 2, 4 };
 
 	machine(2, 3);
-	/* Order: AMD, NVIDIA, AMD, NVIDIA, AMD. */
+	assert_int_equal(select_vendor(NULL, order, 5, kept), 2);
+	assert_int_equal(kept[0], 0);
+	assert_int_equal(kept[1], 1);
+	request.limit = 3;
+	assert_int_equal(select_vendor(NULL, order, 5, kept), 2);
+	/* The NVIDIA GPUs are busy: the job waits for them, it is not sent to AMD ones. */
+	assert_int_equal(select_vendor(NULL, amd_free_only, 3, kept), 0);
+	assert_int_equal(select_vendor(NULL, order, 0, kept), 0);
+}
+
+static void amd_where_masks_or_exclude_leave_no_nvidia(void **state)
+{
+	(void)state;
+	size_t kept[8];
 	static const size_t order[] = { 3, 0, 2, 1, 4 };
-	request.limit = request.min_count = 1;
-	assert_int_equal(select_vendor(order, 5, kept), 3);
+	bool allowed[] = { false, false, true, true, true };
+
+	machine(2, 3);
+	assert_int_equal(select_vendor(allowed, order, 5, kept), 3);
 	assert_int_equal(kept[0], 3);
 	assert_int_equal(kept[1], 2);
 	assert_int_equal(kept[2], 4);
-
-	request.limit = request.min_count = 3;
-	assert_int_equal(select_vendor(order, 5, kept), 3);
-	assert_int_equal(kept[0], 3);
-
-	/* Only 2 NVIDIA available: AMD first in order has 1 here, so NVIDIA wins. */
-	static const size_t few_amd[] = { 3, 0, 1 };
-	request.limit = request.min_count = 2;
-	assert_int_equal(select_vendor(few_amd, 3, kept), 2);
-	assert_int_equal(kept[0], 0);
-	assert_int_equal(kept[1], 1);
-}
-
-static void no_vendor_has_enough_keeps_the_first(void **state)
-{
-	(void)state;
-	size_t kept[8];
-	static const size_t order[] = { 0, 2, 3, 1 };
-
-	machine(2, 3);
-	request.limit = request.min_count = 3;
-	assert_int_equal(select_vendor(order, 4, kept), 2);
-	assert_int_equal(kept[0], 0);
-	assert_int_equal(kept[1], 1);
-	assert_int_equal(select_vendor(order, 0, kept), 0);
-}
-
-static void limit_all_and_min_count(void **state)
-{
-	(void)state;
-	size_t kept[8];
-	static const size_t order[] = { 0, 2, 3, 4 };
-
-	machine(2, 3);
-	request.limit = GPURUN_LIMIT_ALL;
-	request.min_count_set = false;
-	assert_int_equal(select_vendor(order, 4, kept), 1);         /* one will do: NVIDIA first */
-	request.min_count = 2;
-	request.min_count_set = true;
-	assert_int_equal(select_vendor(order, 4, kept), 3);         /* two needed: only AMD has */
-}
-
-static void mig_instances_count_only_where_one_device_will_do(void **state)
-{
-	(void)state;
-	size_t kept[8];
-	/* NVIDIA 1 and 2 are MIG instances (of GPU 0, MIG-enabled and never a candidate). */
-	static const size_t order[] = { 1, 2, 3, 4 };
-
-	machine(3, 2);
-	snapshot.devices[1].mig_parent = snapshot.devices[2].mig_parent = 0;
-	request.limit = 2;
-	assert_int_equal(select_vendor(order, 4, kept), 2);         /* two instances are no pair */
-	assert_int_equal(kept[0], 3);
-	assert_int_equal(kept[1], 4);
-	request.limit = 1;
-	assert_int_equal(select_vendor(order, 4, kept), 2);         /* one instance will do */
-	assert_int_equal(kept[0], 1);
-	assert_int_equal(gpurun_request_needed(&request), 1);
-	request.limit = GPURUN_LIMIT_ALL;
-	assert_int_equal(gpurun_request_needed(&request), 1);
-	request.min_count = 2;
-	request.min_count_set = true;
-	assert_int_equal(gpurun_request_needed(&request), 2);
-	assert_int_equal(select_vendor(order, 4, kept), 2);
-	assert_int_equal(kept[0], 3);
+	allowed[1] = true;
+	assert_int_equal(select_vendor(allowed, order, 5, kept), 2);
+	request.exclude = strdup("1");
+	assert_int_equal(select_vendor(allowed, order, 5, kept), 3);
+	assert_int_equal(select_vendor(NULL, order, 5, kept), 2);   /* GPU 0 is left */
+	free(request.exclude);
+	request.exclude = strdup("0,GPU-00000001-1111-2222-3333-444444444444");
+	assert_int_equal(select_vendor(NULL, order, 5, kept), 3);
 }
 
 /* ---- the hand-off ------------------------------------------------------------------------------- */
@@ -275,10 +235,8 @@ int main(void)
 		TEST(rocr_mask_applies_to_amd_only),
 		TEST(rocr_mask_narrows_and_never_widens),
 		TEST(rocr_mask_stops_at_an_entry_naming_no_gpu),
-		TEST(vendor_with_enough_first_in_order),
-		TEST(no_vendor_has_enough_keeps_the_first),
-		TEST(limit_all_and_min_count),
-		TEST(mig_instances_count_only_where_one_device_will_do),
+		TEST(nvidia_wherever_the_job_may_use_one),
+		TEST(amd_where_masks_or_exclude_leave_no_nvidia),
 		TEST(amd_choice_goes_to_rocr_in_amd_numbering),
 	};
 
