@@ -115,6 +115,8 @@ struct gpurun_snapshot {
 	size_t count;
 	char driver_version[GPURUN_DRIVER_SIZE];
 	const char *source;             /* "nvml" or "nvidia-smi" (static string) */
+	size_t processes_unseen;        /* processes whose GPU use could not be read (for AMD GPUs,
+					 * other users' without root): in no device's list */
 };
 
 /* Allocates room for count zeroed-then-unknown devices (NaN numbers, empty strings, no MIG). */

@@ -255,14 +255,15 @@ static bool seen_before(struct usage *usage, size_t device, unsigned long long i
 }
 
 /* Looks at every open DRM file of one process. Descriptors of another user's process are
- * readable only with ptrace rights (root, or the same user): those processes stay unseen. */
-static void scan_process(const struct gpurun_snapshot *snapshot, int pid_fd, struct usage *usage)
+ * readable only with ptrace rights (root, or the same user): returns false for a process that
+ * could not be looked at (one that has just exited has nothing to miss). */
+static bool scan_process(const struct gpurun_snapshot *snapshot, int pid_fd, struct usage *usage)
 {
 	DIR *fds = sysfs_open_dir_at(pid_fd, "fd");
 	struct dirent *entry;
 
 	if (!fds)
-		return;
+		return errno == ENOENT || errno == ESRCH;
 	while ((entry = readdir(fds))) {
 		char target[64];
 		struct drm_client client;
@@ -289,6 +290,7 @@ static void scan_process(const struct gpurun_snapshot *snapshot, int pid_fd, str
 		usage->vram_bytes[device] += client.vram_bytes;
 	}
 	closedir(fds);
+	return true;
 }
 
 static int add_process(struct gpurun_device *device, unsigned pid, double vram_bytes,
@@ -336,6 +338,7 @@ static int scan_amd_processes(struct gpurun_snapshot *snapshot, struct gpurun_er
 	proc_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (proc_fd < 0)
 		return 0;       /* no /proc: the lists stay unknown */
+	snapshot->processes_unseen = 0;
 	proc = fdopendir(proc_fd);
 	usage.uses = calloc(snapshot->count, sizeof(*usage.uses));
 	usage.vram_bytes = calloc(snapshot->count, sizeof(*usage.vram_bytes));
@@ -363,7 +366,8 @@ static int scan_amd_processes(struct gpurun_snapshot *snapshot, struct gpurun_er
 		memset(usage.uses, 0, snapshot->count * sizeof(*usage.uses));
 		memset(usage.vram_bytes, 0, snapshot->count * sizeof(*usage.vram_bytes));
 		usage.seen_count = 0;
-		scan_process(snapshot, pid_fd, &usage);
+		if (!scan_process(snapshot, pid_fd, &usage))
+			snapshot->processes_unseen++;
 		close(pid_fd);
 		for (size_t i = 0; i < snapshot->count && status == 0; i++)
 			if (usage.uses[i])

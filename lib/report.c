@@ -382,6 +382,11 @@ int gpurun_report_table_with(FILE *out, const struct gpurun_snapshot *snapshot,
 	for (size_t d = 0; d < snapshot->count && !options->processes; d++)
 		if (snapshot->devices[d].leased)
 			put_lease(out, &snapshot->devices[d]);
+	if (options->processes && snapshot->processes_unseen > 0)
+		fprintf(out, "%zu process%s of other users could not be looked at (their descriptors "
+			     "need root): any GPU use of %s is not listed\n",
+			snapshot->processes_unseen, snapshot->processes_unseen == 1 ? "" : "es",
+			snapshot->processes_unseen == 1 ? "it" : "theirs");
 	return fflush(out) == 0 && !ferror(out) ? 0 : -1;
 }
 
@@ -647,6 +652,7 @@ int gpurun_report_json(FILE *out, const struct gpurun_snapshot *snapshot, const 
 	json_time(out, query_time, true);
 	fputs(", \"source\": ", out);
 	json_optional_string(out, snapshot->source);
+	fprintf(out, ", \"processes_unseen\": %zu", snapshot->processes_unseen);
 	fputs(", \"gpus\": [", out);
 	for (size_t d = 0; d < snapshot->count; d++) {
 		if (d)

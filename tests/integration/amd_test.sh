@@ -116,6 +116,7 @@ if [ "$STATUS" = 0 ] && python3 -c '
 import json, sys
 doc = json.load(sys.stdin)
 assert doc["source"] == "amdgpu", doc["source"]
+assert doc["processes_unseen"] == 1, doc["processes_unseen"]   # pid 6363: its fd cannot be read
 gpus = doc["gpus"]
 assert [g["index"] for g in gpus] == [0, 1, 2, 3]
 assert gpus[0]["uuid"] == "GPU-b39adaf836600b31" and gpus[0]["pci.bus_id"] == "0000:03:00.0"

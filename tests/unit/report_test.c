@@ -411,10 +411,12 @@ static void json_typical(void **state)
 	add_process(&snapshot.devices[0], 4242, 1000, "alice", "python train.py");
 	add_process(&snapshot.devices[0], 4243, 24.5, "bob", "nvtop");
 	hold(&snapshot.devices[0], 4240, 1000, "alice", "node1", "python train.py");
+	snapshot.processes_unseen = 2;
 	text = json_of(&snapshot, "node1", 1700000000.25);
 	assert_string_equal(text,
 		"{\"hostname\": \"node1\", \"driver_version\": \"550.54.15\", "
-		"\"query_time\": \"2023-11-14T22:13:20.250000+00:00\", \"source\": \"nvml\", \"gpus\": ["
+		"\"query_time\": \"2023-11-14T22:13:20.250000+00:00\", \"source\": \"nvml\", "
+		"\"processes_unseen\": 2, \"gpus\": ["
 		"{\"index\": 0, \"uuid\": \"GPU-1f6c2a3e-8d4b-4f1a-9c2e-3b5d7e9f1a2b\", "
 		"\"name\": \"Tesla V100-SXM2-16GB\", \"serial\": \"0323617004258\", "
 		"\"pci.bus_id\": \"00000000:07:00.0\", \"utilization.gpu\": 29, \"memory.used\": 1024, "
@@ -457,7 +459,8 @@ static void json_unknowns_are_null(void **state)
 	text = json_of(&snapshot, NULL, NAN);
 	assert_string_equal(text,
 		"{\"hostname\": null, \"driver_version\": null, \"query_time\": null, \"source\": null, "
-		"\"gpus\": [{\"index\": 0, \"uuid\": null, \"name\": null, \"serial\": null, "
+		"\"processes_unseen\": 0, \"gpus\": [{\"index\": 0, \"uuid\": null, \"name\": null, "
+		"\"serial\": null, "
 		"\"pci.bus_id\": null, \"utilization.gpu\": null, \"memory.used\": null, "
 		"\"memory.total\": null, \"memory.free\": null, \"temperature.gpu\": null, "
 		"\"power.draw\": null, \"display_mode\": null, \"display_active\": null, "
@@ -518,7 +521,7 @@ static void json_zero_devices(void **state)
 	assert_string_equal(text,
 		"{\"hostname\": \"node1\", \"driver_version\": \"550.54.15\", "
 		"\"query_time\": \"1970-01-01T00:00:00.000000+00:00\", \"source\": \"nvidia-smi\", "
-		"\"gpus\": []}\n");
+		"\"processes_unseen\": 0, \"gpus\": []}\n");
 	free(text);
 }
 
