@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child_internal.h"
 #include "gpurun.h"
 
 /* The driver ABI (shared/reference/nvml-cuda-abi.md): CUresult is an int, 0 is success. */
@@ -26,6 +27,7 @@ typedef struct {
 enum { CUDA_SUCCESS = 0, CUDA_ERROR_NO_DEVICE = 100 };
 
 #define REPORT_MAX (1u << 20)   /* thousands of devices fit; more is not a driver talking */
+#define CHILD_EXIT_GRACE_S 2.0
 
 static void say(int out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -114,25 +116,17 @@ static void report(int out, const char *library, const char *visible)
 	say(out, "end 0\n");
 }
 
-static double now_s(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 /* Reads what the child says until it closes the pipe or the time is up. */
 static char *read_report(int in, double timeout_s, bool *timed_out)
 {
 	size_t size = 4096, used = 0;
 	char *text = malloc(size);
-	double deadline = now_s() + timeout_s;
+	double deadline = child_clock_now() + timeout_s;
 
 	*timed_out = false;
 	while (text) {
 		struct pollfd readable = { .fd = in, .events = POLLIN };
-		double left = deadline - now_s();
+		double left = deadline - child_clock_now();
 		int ready;
 		ssize_t got;
 
@@ -141,8 +135,8 @@ static char *read_report(int in, double timeout_s, bool *timed_out)
 			break;
 		}
 		ready = poll(&readable, 1, (int)ceil(left * 1000));
-		if (ready < 0 && errno == EINTR)
-			continue;
+		if (ready < 0 && errno != EINTR)
+			break;
 		if (ready <= 0)
 			continue;
 		if (used + 1 >= size) {
@@ -203,7 +197,7 @@ static void parse_report(char *text, struct gpurun_cuda_order *order)
 void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order)
 {
 	const char *library = getenv("GPURUN_CUDA_LIB");
-	int pipe_fds[2];
+	int pipe_fds[2], ignored;
 	bool timed_out;
 	char *text;
 	pid_t child;
@@ -238,11 +232,10 @@ void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun
 	close(pipe_fds[1]);
 	text = read_report(pipe_fds[0], timeout_s, &timed_out);
 	close(pipe_fds[0]);
-	if (timed_out)
-		kill(child, SIGKILL);
-	/* A host program's SIGCHLD handler may have reaped it already (ECHILD): nothing to do. */
-	while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-		;
+	/* Once it has said all (or failed to), it has nothing left to do but exit; one that lingers
+	 * in the driver's teardown is not waited for past a short grace. */
+	if (timed_out || !child_wait_until(child, child_clock_now() + CHILD_EXIT_GRACE_S, &ignored))
+		child_kill_and_reap(child, false);
 	if (timed_out)
 		snprintf(order->failure, sizeof(order->failure),
 			 "the CUDA driver (%s) did not answer within %.0f s", library, timeout_s);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child_internal.h"
 #include "gpurun.h"
 
 extern char **environ;
@@ -267,17 +268,9 @@ struct smi_output {
 	bool overflowed;                /* stdout passed SMI_MAX_OUTPUT */
 };
 
-static double seconds_now(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 static int milliseconds_until(double deadline)
 {
-	double left = deadline - seconds_now();
+	double left = deadline - child_clock_now();
 
 	return left <= 0 ? 0 : (int)ceil(left * 1000);
 }
@@ -340,34 +333,6 @@ static bool read_until_closed(int out_fd, int err_fd, double deadline, struct sm
 			return false;
 	}
 	return true;
-}
-
-/* Waits for the exit until the deadline; true with the wait status when it exited. */
-static bool wait_until(pid_t pid, double deadline, int *wait_status)
-{
-	for (;;) {
-		pid_t got = waitpid(pid, wait_status, WNOHANG);
-		if (got == pid)
-			return true;
-		if (got < 0 && errno == ECHILD) {
-			/* A host program's SIGCHLD handler reaped it: the output alone decides. */
-			*wait_status = 0;
-			return true;
-		}
-		if (milliseconds_until(deadline) == 0)
-			return false;
-		poll(NULL, 0, 1);
-	}
-}
-
-/* SIGKILL to its process group takes any helpers it started, too. A process stuck in the
- * kernel may not die at once: wait a little, but never hang on it. */
-static void kill_and_reap(pid_t pid)
-{
-	int ignored;
-
-	kill(-pid, SIGKILL);
-	wait_until(pid, seconds_now() + 2, &ignored);
 }
 
 /* Our environment without GPURUN_OPTIONS: under the preload library, an nvidia-smi that saw it
@@ -484,15 +449,15 @@ int gpurun_probe_smi(double timeout_s, struct gpurun_snapshot *snapshot, struct 
 		close(out_pipe[1]);
 		return status;
 	}
-	double deadline = seconds_now() + timeout_s;
+	double deadline = child_clock_now() + timeout_s;
 	status = spawn_smi(program, out_pipe[1], err_pipe[1], &pid, err);
 	close(out_pipe[1]);
 	close(err_pipe[1]);
 	if (status == 0) {
 		bool answered = read_until_closed(out_pipe[0], err_pipe[0], deadline, &output) &&
-				wait_until(pid, deadline, &wait_status);
-		if (!answered)
-			kill_and_reap(pid);
+				child_wait_until(pid, deadline, &wait_status);
+		if (!answered)     /* with its process group: helpers it started go too */
+			child_kill_and_reap(pid, true);
 		if (output.overflowed)
 			status = gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO,
 					     "nvidia-smi: printed more than %u MiB; killed it",

@@ -184,6 +184,12 @@ static CUresult initialize(void)
 		return CUDA_ERROR_NO_DEVICE;
 	}
 	driver_version = machine.cuda_version;
+	if (machine.cuda_lingers) {
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		for (;;)
+			pause();
+	}
 	if (machine.init_error) {
 		bool mismatch = machine.init_error == NVML_ERROR_LIB_RM_VERSION_MISMATCH;
 

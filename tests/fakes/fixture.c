@@ -338,6 +338,8 @@ static int parse_machine_directive(struct parser *p, const char *directive, char
 		f->smi_no_final_newline = true;
 	else if (strcmp(directive, "cuda_ignores_visible") == 0)
 		f->cuda_ignores_visible = true;
+	else if (strcmp(directive, "cuda_lingers") == 0)
+		f->cuda_lingers = true;
 	else if (strcmp(directive, "cuda_order") == 0) {
 		free(p->order);
 		p->order_count = 0;

@@ -106,6 +106,7 @@ struct fixture {
 	size_t process_total;
 	unsigned *cuda_order;           /* physical indices, fastest first; gpu_count entries */
 	bool cuda_ignores_visible;      /* a broken driver: shows every GPU whatever the mask */
+	bool cuda_lingers;              /* cuInit closes the caller's descriptors and never returns */
 	struct fixture_gpu *instances;  /* MIG instances, each GPU's together */
 	size_t instance_total;
 };
