@@ -23,6 +23,7 @@ enum {
 	NVML_ERROR_GPU_IS_LOST = 15,
 	NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
 };
+enum { NVML_INIT_FLAG_NO_GPUS = 1 };
 
 typedef struct {
 	unsigned long long total, free, used;
@@ -80,6 +81,7 @@ struct nvml {
 	const char *path;
 	void *library;
 	nvmlReturn_t (*init)(void);
+	nvmlReturn_t (*init_with_flags)(unsigned);      /* optional: drivers since 2018 */
 	nvmlReturn_t (*shutdown)(void);
 	nvmlReturn_t (*get_count)(unsigned *);
 	nvmlReturn_t (*get_handle)(unsigned, nvmlDevice_t *);
@@ -181,6 +183,7 @@ static int open_library(struct nvml *nvml, struct gpurun_error *err)
 
 	void *library = nvml->library;
 	nvml->init = versioned_symbol(library, "nvmlInit_v2", "nvmlInit");
+	nvml->init_with_flags = dlsym(library, "nvmlInitWithFlags");
 	nvml->shutdown = dlsym(library, "nvmlShutdown");
 	nvml->get_count = versioned_symbol(library, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
 	nvml->get_handle = versioned_symbol(library, "nvmlDeviceGetHandleByIndex_v2",
@@ -557,7 +560,10 @@ int gpurun_probe_nvml(struct gpurun_snapshot *snapshot, struct gpurun_error *err
 	memset(&nvml, 0, sizeof(nvml));
 	status = open_library(&nvml, err);
 	if (status == 0) {
-		nvmlReturn_t code = nvml.init();
+		/* Plain nvmlInit fails on a machine whose driver sees no GPU: NO_GPUS lets it
+		 * start, so that gpurun can say so rather than that NVML cannot start. */
+		nvmlReturn_t code = nvml.init_with_flags ? nvml.init_with_flags(NVML_INIT_FLAG_NO_GPUS)
+							 : nvml.init();
 
 		if (code == NVML_SUCCESS) {
 			status = read_snapshot(&nvml, snapshot, err);

@@ -55,6 +55,7 @@ _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
 
 #define NVML_MEMORY_V2 ((unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
 #define NVML_VALUE_NOT_AVAILABLE 0xFFFFFFFFu
+#define NVML_INIT_FLAG_NO_GPUS 1u
 #define MIB (1024ULL * 1024ULL)
 
 /* Entry points of every driver, old ones included. */
@@ -120,7 +121,9 @@ static void complain(const char *why)
 }
 
 /* Re-reads the fixture at every init, so that tests can change the machine between calls. */
-static nvmlReturn_t init(void)
+/* NVML's documentation says plain nvmlInit fails where no GPU is found, without naming the
+ * error: the fake answers UNKNOWN. NVML_INIT_FLAG_NO_GPUS lets it start. */
+static nvmlReturn_t init(bool without_gpus_too)
 {
 	struct fixture next;
 	char why[512];
@@ -134,6 +137,9 @@ static nvmlReturn_t init(void)
 		status = why[0] ? NVML_ERROR_UNKNOWN : NVML_ERROR_DRIVER_NOT_LOADED;
 	} else if (next.init_error) {
 		status = next.init_error;
+		fixture_free(&next);
+	} else if (next.gpu_count == 0 && !without_gpus_too) {
+		status = NVML_ERROR_UNKNOWN;
 		fixture_free(&next);
 	} else {
 		/* A nested init must not invalidate the handles the outer user holds. */
@@ -243,7 +249,7 @@ static nvmlReturn_t get_pci_legacy(nvmlDevice_t device, nvmlPciInfo_t *pci)
 
 nvmlReturn_t nvmlInit(void)
 {
-	return init();
+	return init(false);
 }
 
 nvmlReturn_t nvmlShutdown(void)
@@ -303,14 +309,12 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 
 nvmlReturn_t nvmlInit_v2(void)
 {
-	return init();
+	return init(false);
 }
 
-/* NVML_INIT_FLAG_NO_GPUS changes nothing here: a machine without GPUs initializes anyway. */
 nvmlReturn_t nvmlInitWithFlags(unsigned flags)
 {
-	(void)flags;
-	return init();
+	return init(flags & NVML_INIT_FLAG_NO_GPUS);
 }
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)

@@ -295,6 +295,7 @@ static void dump_device(unsigned index, nvmlReturn_t (*get_handle)(unsigned, nvm
 int main(int argc, char **argv)
 {
 	nvmlReturn_t (*init)(void), (*shutdown)(void), (*get_count)(unsigned *);
+	nvmlReturn_t (*init_with_flags)(unsigned);
 	nvmlReturn_t (*get_handle)(unsigned, nvmlDevice_t *);
 	nvmlReturn_t (*driver_version)(char *, unsigned);
 	nvmlReturn_t status;
@@ -313,6 +314,7 @@ int main(int argc, char **argv)
 	error_string = need("nvmlErrorString");
 	/* The suffixed names first, the old ones where they are missing, as gpurun does. */
 	init = dlsym(library, "nvmlInit_v2") ? dlsym(library, "nvmlInit_v2") : need("nvmlInit");
+	init_with_flags = dlsym(library, "nvmlInitWithFlags");
 	shutdown = need("nvmlShutdown");
 	get_count = dlsym(library, "nvmlDeviceGetCount_v2") ? dlsym(library, "nvmlDeviceGetCount_v2")
 							     : need("nvmlDeviceGetCount");
@@ -325,7 +327,15 @@ int main(int argc, char **argv)
 
 	status = get_count(&count);
 	print_error("count[before init]", status);
-	status = init();
+	/* gpurun starts NVML with NVML_INIT_FLAG_NO_GPUS where it can; plain init is shown too. */
+	if (init_with_flags) {
+		status = init();
+		if (status)
+			print_error("init without flags", status);
+		else
+			shutdown();
+	}
+	status = init_with_flags ? init_with_flags(1) : init();
 	if (status) {
 		print_error("init", status);
 		return 0;

@@ -211,7 +211,8 @@ run "$DUMP" "$NVML"
 has "nvml: no fixture is DRIVER_NOT_LOADED" '^init: error 9 \(Driver Not Loaded\)$'
 use_fixture no-devices.fixture
 run "$DUMP" "$NVML"
-has "nvml: no devices: init succeeds, count 0" '^count: 0$'
+has "nvml: no devices: init with NVML_INIT_FLAG_NO_GPUS succeeds, count 0" '^count: 0$'
+has "nvml: no devices: plain init fails, as NVML documents" '^init without flags: error 999 '
 use_fixture "$SCRATCH/broken.fixture"
 run "$DUMP" "$NVML"
 if grep -q '^init: error 999 ' <<<"$OUT_TEXT" && grep -q 'broken.fixture:[0-9]*: unknown directive' <<<"$ERR_TEXT"; then
