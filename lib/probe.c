@@ -5,8 +5,6 @@
 
 #include "gpurun.h"
 
-#define DEFAULT_SMI_TIMEOUT_S 10.0
-
 /* Each part is cut short so that both fit in one message. */
 static int no_gpu_information(struct gpurun_error *err, const char *nvml_reason,
 			      const char *smi_reason)
@@ -54,7 +52,7 @@ int gpurun_probe(const struct gpurun_request *request, struct gpurun_snapshot *s
 {
 	enum gpurun_source source = request ? request->source : GPURUN_SOURCE_AUTO;
 	enum gpurun_vendor_filter vendor = request ? request->vendor : GPURUN_VENDOR_ANY;
-	double smi_timeout_s = request ? request->smi_timeout_s : DEFAULT_SMI_TIMEOUT_S;
+	double smi_timeout_s = request ? request->smi_timeout_s : 0;   /* 0: nvidia-smi's default */
 	bool want_nvidia = source != GPURUN_SOURCE_AMDGPU && vendor != GPURUN_VENDOR_ONLY_AMD;
 	bool want_amd = (source == GPURUN_SOURCE_AUTO || source == GPURUN_SOURCE_AMDGPU) &&
 			vendor != GPURUN_VENDOR_ONLY_NVIDIA;
