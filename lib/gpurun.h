@@ -223,6 +223,7 @@ void gpurun_format_duration(double seconds, char *text, size_t size);
 int gpurun_probe(const struct gpurun_request *request, struct gpurun_snapshot *snapshot,
 		 struct gpurun_error *err);
 int gpurun_probe_nvml(struct gpurun_snapshot *snapshot, struct gpurun_error *err);
+/* Runs nvidia-smi, killed after timeout_s seconds (0 or less: 10). */
 int gpurun_probe_smi(double timeout_s, struct gpurun_snapshot *snapshot, struct gpurun_error *err);
 /* The nvidia-smi CSV parser on its own (GPUtil's query plus pci.bus_id, noheader, nounits). */
 int gpurun_smi_parse(const char *text, size_t length, struct gpurun_snapshot *snapshot,
