@@ -45,7 +45,7 @@ static const char usage_text[] =
 	"data source:\n"
 	"  --source SOURCE      auto, nvml, nvidia-smi or amdgpu (default auto: NVML, else\n"
 	"                       nvidia-smi, plus AMD GPUs from amdgpu's sysfs files)\n"
-	"  --vendor VENDOR      nvidia or amd: only that vendor's GPUs (default any)\n"
+	"  --vendor VENDOR      nvidia, amd or any: only that vendor's GPUs (default any)\n"
 	"  --smi-timeout DURATION  kill a hung nvidia-smi after this (default 10s)\n"
 	"reports:\n"
 	"  --print              print the chosen list and exit; the lease ends with gpurun, so\n"
@@ -58,8 +58,9 @@ static const char usage_text[] =
 	"  --explain            why each GPU was or was not chosen\n"
 	"  -h, --help           this text;   -V, --version   the version\n"
 	"\n"
-	"exit status: the command's own; 2 bad usage; 69 no GPU information; 75 not enough GPUs\n"
-	"available; 77 lock directory unusable; 126 command not executable; 127 command not found.\n"
+	"exit status: the command's own; 2 bad usage; 69 no GPU information; 70 internal error;\n"
+	"75 not enough GPUs available; 77 lock directory unusable; 126 command not executable;\n"
+	"127 command not found.\n"
 	"See gpurun(1).\n";
 
 static int fail_with(const struct gpurun_error *err)
@@ -210,6 +211,16 @@ static int hand_off(const struct gpurun_request *request, struct gpurun_choice *
 	return exec_command(request);
 }
 
+/* What gpurun prints on stdout is the answer itself: one that cannot be written is an error. */
+static int flush_output(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "gpurun: cannot write to standard output: %s\n", strerror(errno));
+		return GPURUN_EXIT_SOFTWARE;
+	}
+	return 0;
+}
+
 static int choose(const struct gpurun_request *request)
 {
 	struct status_line line = { .terminal = isatty(STDERR_FILENO) && !request->verbose,
@@ -228,7 +239,7 @@ static int choose(const struct gpurun_request *request)
 		if (request->action == GPURUN_PRINT) {
 			gpurun_choice_free(&choice);
 			puts("");
-			return 0;
+			return flush_output();
 		}
 		gpurun_lease_release(&choice.lease);
 		choice.count = 0;
@@ -249,9 +260,9 @@ static int choose(const struct gpurun_request *request)
 		fprintf(stderr, "gpurun: chose %s after %u attempt%s\n", visible, choice.attempts_made,
 			choice.attempts_made == 1 ? "" : "s");
 	if (request->action == GPURUN_PRINT) {
-		printf("%s\n", visible);
+		puts(visible);
 		gpurun_choice_free(&choice);
-		return fflush(stdout) == 0 ? 0 : GPURUN_EXIT_SOFTWARE;
+		return flush_output();
 	}
 	/* Back here only when the command could not be run. */
 	status = hand_off(request, &choice, visible);
@@ -360,16 +371,34 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 	return exec_command(request);
 }
 
+/* A gpurun inside a job that gpurun (or the preload library) started: the job's GPUs are
+ * chosen and leased already, and choosing again would wait on the job's own lease. */
+static int keep_the_choice(const struct gpurun_request *request, const char *chosen)
+{
+	if (request->verbose || request->explain)
+		fprintf(stderr, "gpurun: GPURUN_CHOSEN=%s: this job's GPUs are chosen already, so "
+				"nothing is chosen (unset GPURUN_CHOSEN to choose anew)\n", chosen);
+	if (request->action == GPURUN_PRINT) {
+		puts(chosen);
+		return flush_output();
+	}
+	return exec_command(request);
+}
+
 /* Returns only when no command was exec'd: the exit status. */
 static int act(const struct gpurun_request *request, char **argv)
 {
+	const char *chosen = getenv("GPURUN_CHOSEN");
+
+	if (chosen && (request->action == GPURUN_PRINT || request->action == GPURUN_RUN))
+		return keep_the_choice(request, chosen);
 	switch (request->action) {
 	case GPURUN_HELP:
 		fputs(usage_text, stdout);
-		return 0;
+		return flush_output();
 	case GPURUN_VERSION_INFO:
 		puts("gpurun " GPURUN_VERSION);
-		return 0;
+		return flush_output();
 	case GPURUN_SHOW:
 		return show_machine(request);
 	case GPURUN_PRINT:

@@ -109,6 +109,26 @@ chmod 644 "$SCRATCH/not-executable"
 run "$GPURUN" "$SCRATCH/not-executable"
 expect_error "a command that cannot be executed exits 126" 126 "cannot run"
 
+# A gpurun inside a job that gpurun started keeps the job's GPU: choosing again would wait on
+# the job's own lease for ever.
+run timeout 20 "$GPURUN" --limit 1 sh -c '"$0" --wait --limit 1 sh -c "echo \$CUDA_VISIBLE_DEVICES"; "$0" --print -v' "$GPURUN"
+expect "a nested gpurun keeps the job's GPU, with --wait and with --print" 0 "2
+2"
+has_line "... and -v says why nothing is chosen" "^gpurun: GPURUN_CHOSEN=2: this job's GPUs are chosen already"
+
+# What gpurun prints is the answer itself: a failed write is an error, said on stderr.
+for words in "--print" "--version" "--help" "--print --cpu-fallback --limit 9"; do
+	[ -w /dev/full ] || { skip "$words into a full device" "no /dev/full"; continue; }
+	# shellcheck disable=SC2086
+	"$GPURUN" $words >/dev/full 2>"$SCRATCH/stderr"
+	STATUS=$? OUT_TEXT= ERR_TEXT=$(cat "$SCRATCH/stderr")
+	if [ "$STATUS" = 70 ] && grep -q "^gpurun: cannot write to standard output: " <<<"$ERR_TEXT"; then
+		ok "$words into a full device: exit 70, said"
+	else
+		not_ok "$words into a full device: exit 70, said" "status $STATUS" "$ERR_TEXT"
+	fi
+done
+
 # --- usage errors ------------------------------------------------------------------------------
 run "$GPURUN" --lmit 1 true
 expect_error "unknown option: exit 2, named" 2 "--lmit"
