@@ -105,6 +105,9 @@ static void sleep_until(double until)
 
 		if (stop_signal || left <= 0)
 			break;
+		/* An hour at a time: --watch takes any duration, and a time_t cannot hold them all. */
+		if (left > 3600)
+			left = 3600;
 		timeout.tv_sec = (time_t)left;
 		timeout.tv_nsec = (long)((left - (double)timeout.tv_sec) * 1e9);
 		ppoll(NULL, 0, &timeout, &unblocked);

@@ -272,7 +272,8 @@ static int milliseconds_until(double deadline)
 {
 	double left = deadline - child_clock_now();
 
-	return left <= 0 ? 0 : (int)ceil(left * 1000);
+	/* --smi-timeout takes any duration; poll's int of milliseconds holds 24 days. */
+	return left <= 0 ? 0 : left > 86400 ? 86400 * 1000 : (int)ceil(left * 1000);
 }
 
 /* Reads what is there; returns false at end of file (or a read error, which ends it too). */

@@ -95,6 +95,24 @@ expect_error "--watch needs --show" 2 "--watch needs --show"
 run "$GPURUN" --show --watch 0
 expect_error "--watch 0 is refused" 2 "--watch: '0'"
 
+# An interval longer than a time_t holds: a sleep, not a spin, and SIGTERM still ends it.
+"$GPURUN" --show --watch 200000000000000d >/dev/null 2>&1 &
+watcher=$!
+sleep 1
+cpu_ticks=$(awk '{ print $14 + $15 }' "/proc/$watcher/stat" 2>/dev/null)
+kill -TERM "$watcher" 2>/dev/null
+timeout 5 tail --pid="$watcher" -f /dev/null || kill -KILL "$watcher" 2>/dev/null
+wait "$watcher"
+status=$?
+if timing_test "--watch with a huge interval sleeps, and SIGTERM ends it"; then
+	if [ "$status" = 143 ] && [ "${cpu_ticks:-999}" -lt 30 ]; then
+		ok "--watch with a huge interval sleeps, and SIGTERM ends it ($cpu_ticks ticks)"
+	else
+		not_ok "--watch with a huge interval sleeps, and SIGTERM ends it" "status $status" \
+			"CPU ticks in 1 s: ${cpu_ticks:-?}"
+	fi
+fi
+
 # --- --watch under a pseudo-terminal ----------------------------------------------------------------
 cp "$FIXTURES/four.fixture" "$SCRATCH/changing.fixture"
 use_fixture "$SCRATCH/changing.fixture"
