@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpurun.h"
 
@@ -288,16 +289,34 @@ static int store_copy(struct parser *p, char **field, const char *value)
 	return 0;
 }
 
+/* An index ("3"), or a UUID or the start of one ("GPU-c37e0b91", "MIG-..."): hex digits and
+ * dashes after the prefix. */
+static bool is_exclusion_word(const char *word, size_t length)
+{
+	size_t digits = 0;
+
+	if (length > 4 && (strncasecmp(word, "GPU-", 4) == 0 || strncasecmp(word, "MIG-", 4) == 0)) {
+		for (size_t i = 4; i < length; i++) {
+			if (!word[i] || !strchr("0123456789abcdefABCDEF-", word[i]))
+				return false;
+			digits += word[i] != '-';
+		}
+		return digits > 0;
+	}
+	for (size_t i = 0; i < length; i++)
+		if (word[i] < '0' || word[i] > '9')
+			return false;
+	return length > 0 && length <= 9;
+}
+
 /* Exclusion words are matched later against indices and UUIDs; reject here what could never
  * match, so that a typo is not silently "excluding nothing". */
 static bool is_word_list(const char *list)
 {
-	const char *s = list;
+	for (const char *s = list;;) {
+		size_t length = strcspn(s, ",");
 
-	for (;;) {
-		size_t length = strcspn(s, ", \t\n");
-
-		if (length == 0 || (s[length] != ',' && s[length] != '\0'))
+		if (!is_exclusion_word(s, length))
 			return false;
 		if (s[length] == '\0')
 			return true;
@@ -305,13 +324,23 @@ static bool is_word_list(const char *list)
 	}
 }
 
+/* Given twice, --exclude excludes both lists. */
 static int apply_exclude(struct parser *p, const struct option_spec *option, const char *value)
 {
+	char **exclude = &p->request->exclude;
+	char *joined;
+
 	if (!is_word_list(value))
 		return reject(p, GPURUN_EXIT_USAGE,
 			      "%s: '%s' is not a comma list of GPU indices and UUIDs (e.g. 0,3 or GPU-...)",
 			      option->name, value);
-	return store_copy(p, &p->request->exclude, value);
+	if (!*exclude)
+		return store_copy(p, exclude, value);
+	if (asprintf(&joined, "%s,%s", *exclude, value) < 0)
+		return reject(p, GPURUN_EXIT_SOFTWARE, "out of memory");
+	free(*exclude);
+	*exclude = joined;
+	return 0;
 }
 
 static int apply_path(struct parser *p, const struct option_spec *option, const char *value)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,7 +14,9 @@
 
 /* ---- availability --------------------------------------------------------------------------- */
 
-/* An --exclude word names a device by its index ("3", "03") or by its exact UUID. */
+/* An --exclude word names a device by its index ("3", "03"), or by its UUID in any case, whole
+ * or its beginning (as CUDA_VISIBLE_DEVICES takes one): a short one may name several devices,
+ * and excluding more than meant is the safe side. */
 static bool word_names_device(const char *word, size_t length, const struct gpurun_device *device)
 {
 	char text[16];
@@ -25,8 +28,7 @@ static bool word_names_device(const char *word, size_t length, const struct gpur
 		if (gpurun_parse_count(text, &index) == 0)
 			return device->index >= 0 && index == (unsigned)device->index;
 	}
-	return device->uuid[0] != '\0' && strlen(device->uuid) == length &&
-	       memcmp(device->uuid, word, length) == 0;
+	return strlen(device->uuid) >= length && strncasecmp(device->uuid, word, length) == 0;
 }
 
 bool gpurun_device_excluded(const struct gpurun_device *device,

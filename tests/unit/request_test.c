@@ -319,11 +319,23 @@ static void exclude_is_a_copy(void **state)
 	assert_string_equal(request.exclude, "1,2");
 }
 
-static void exclude_repeated_keeps_the_last(void **state)
+static void exclude_given_twice_excludes_both(void **state)
 {
 	(void)state;
-	assert_parsed(PARSE("--exclude", "1", "--exclude", "2", "true"));
-	assert_string_equal(request.exclude, "2");
+	assert_parsed(PARSE("--exclude", "1", "--exclude", "2,GPU-ab", "true"));
+	assert_string_equal(request.exclude, "1,2,GPU-ab");
+}
+
+static void exclude_word_that_could_name_no_gpu_is_an_error(void **state)
+{
+	(void)state;
+	assert_usage_naming(PARSE("--exclude", "2x", "true"), "--exclude: '2x'");
+	assert_usage_naming(PARSE("--exclude", "--", "true"), "--exclude: '--'");
+	assert_usage_naming(PARSE("--exclude", "0,GPU-", "true"), "--exclude: '0,GPU-'");
+	assert_usage_naming(PARSE("--exclude", "GPU-xyz", "true"), "--exclude: 'GPU-xyz'");
+	assert_usage_naming(PARSE("--exclude", "c37e0b91", "true"), "--exclude: 'c37e0b91'");
+	assert_usage_naming(PARSE("--exclude", "1234567890", "true"), "--exclude: '1234567890'");
+	assert_parsed(PARSE("--exclude", "mig-0A-1,gpu-C37E,007", "true"));
 }
 
 static void exclude_empty_entry_is_an_error(void **state)
@@ -943,7 +955,8 @@ int main(void)
 		TEST(include_nan_flag),
 		TEST(exclude_both_forms),
 		TEST(exclude_is_a_copy),
-		TEST(exclude_repeated_keeps_the_last),
+		TEST(exclude_given_twice_excludes_both),
+		TEST(exclude_word_that_could_name_no_gpu_is_an_error),
 		TEST(exclude_empty_entry_is_an_error),
 		TEST(order_every_name),
 		TEST(order_unknown_is_an_error),

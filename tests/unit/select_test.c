@@ -2,6 +2,7 @@
  * exclusion, lost and leased GPUs, all on literal snapshots. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
@@ -311,13 +312,21 @@ static void exclusion_by_index_is_numeric(void **state)
 	SELECTED(0);
 }
 
-static void exclusion_by_uuid_prefix_excludes_nothing(void **state)
+static void exclusion_by_uuid_prefix_in_any_case(void **state)
 {
 	(void)state;
 	add_gpu(0);
 	add_gpu(1);
+	add_gpu(2);
 	request.exclude = strdup("GPU-00000001");
+	SELECTED(0, 2);
+	free(request.exclude);
+	request.exclude = strdup("gpu-00000002-1111-2222-3333-444444444444");
 	SELECTED(0, 1);
+	free(request.exclude);
+	/* The beginning of several UUIDs excludes them all: more than meant is the safe side. */
+	request.exclude = strdup("GPU-0000000");
+	assert_int_equal(gpurun_select(&snapshot, NULL, &request, candidates), 0);
 }
 
 static void lost_gpu_is_excluded(void **state)
@@ -672,7 +681,7 @@ int main(void)
 		TEST(excluded_by_uuid),
 		TEST(excluded_by_index_and_uuid),
 		TEST(exclusion_by_index_is_numeric),
-		TEST(exclusion_by_uuid_prefix_excludes_nothing),
+		TEST(exclusion_by_uuid_prefix_in_any_case),
 		TEST(lost_gpu_is_excluded),
 		TEST(mig_gpu_is_never_chosen_itself),
 		TEST(mig_instance_without_uuid_is_excluded),
