@@ -85,8 +85,10 @@ struct parser {
 	const char *origin;             /* prefix of every message: "" or "GPURUN_OPTIONS: " */
 	int status;                     /* of the first failure; parsing goes on to find -h/-V */
 	bool action_seen[GPURUN_VERSION_INFO + 1];
+	bool command_line;              /* argv, not GPURUN_OPTIONS */
 	bool wait_seen;
 	bool attempts_seen;
+	bool seed_seen;
 };
 
 /* Records the first failure only: later words may be nonsense caused by the first mistake. */
@@ -217,6 +219,7 @@ static int apply_seed(struct parser *p, const struct option_spec *option, const 
 	if (gpurun_parse_count(value, &p->request->random_seed) != 0)
 		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not a non-negative integer",
 			      option->name, value);
+	p->seed_seen = true;
 	return 0;
 }
 
@@ -499,6 +502,10 @@ static int check_consistency(struct parser *p)
 	if (p->wait_seen && p->attempts_seen)
 		return reject(p, GPURUN_EXIT_USAGE,
 			      "--wait and --attempts cannot be used together (--wait means unlimited attempts)");
+	if (request->timeout_s > 0 && p->attempts_seen)
+		return reject(p, GPURUN_EXIT_USAGE,
+			      "--timeout and --attempts cannot be used together (--timeout means attempts "
+			      "until it runs out)");
 	if (!request->min_count_set)
 		request->min_count = gpurun_request_needed(request);
 	else if (request->limit != GPURUN_LIMIT_ALL && request->min_count > request->limit)
@@ -521,6 +528,10 @@ static int check_consistency(struct parser *p)
 			      gpurun_source_name(request->source));
 	if (request->source == GPURUN_SOURCE_AMDGPU && request->vendor == GPURUN_VENDOR_ONLY_NVIDIA)
 		return reject(p, GPURUN_EXIT_USAGE, "--source amdgpu reads AMD GPUs only, not --vendor nvidia");
+	if (p->seed_seen && request->order != GPURUN_ORDER_RANDOM)
+		return reject(p, GPURUN_EXIT_USAGE, "--seed needs --order random");
+	if (p->command_line && request->preload_lib && !request->lazy)
+		return reject(p, GPURUN_EXIT_USAGE, "--preload-lib needs --lazy");
 	if (request->lazy && request->action == GPURUN_PRINT)
 		return reject(p, GPURUN_EXIT_USAGE, "--lazy cannot be used with --print");
 	if (request->lazy && request->action == GPURUN_SHOW)
@@ -543,7 +554,7 @@ static bool help_or_version(struct parser *p)
 int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
 			 struct gpurun_error *err)
 {
-	struct parser p = { .request = request, .err = err, .origin = "" };
+	struct parser p = { .request = request, .err = err, .origin = "", .command_line = true };
 	int count = argc > 1 ? argc - 1 : 0;
 	char **words = argv + 1;
 	int command_start = parse_words(&p, count, words);

@@ -378,10 +378,24 @@ static void order_unknown_is_an_error(void **state)
 static void seed_both_forms(void **state)
 {
 	(void)state;
-	assert_parsed(PARSE("--seed", "42", "true"));
+	assert_parsed(PARSE("--order", "random", "--seed", "42", "true"));
 	assert_int_equal(request.random_seed, 42);
-	assert_parsed(PARSE("--seed=7", "true"));
+	assert_parsed(PARSE("--seed=7", "--order=random", "true"));
 	assert_int_equal(request.random_seed, 7);
+}
+
+/* Options that would change nothing are refused, as --json without --show is. */
+static void options_that_would_change_nothing_are_errors(void **state)
+{
+	(void)state;
+	assert_usage_naming(PARSE("--seed", "42", "true"), "--seed needs --order random");
+	assert_usage_naming(PARSE("--order", "load", "--seed", "1", "true"),
+			    "--seed needs --order random");
+	assert_usage_naming(PARSE("--preload-lib", "/p.so", "true"), "--preload-lib needs --lazy");
+	assert_usage_naming(PARSE("--timeout", "1m", "--attempts", "3", "true"),
+			    "--timeout and --attempts cannot be used together");
+	assert_usage_naming(PARSE("--attempts", "1", "--timeout", "1m", "true"),
+			    "--timeout and --attempts cannot be used together");
 }
 
 static void seed_bad_value_is_an_error(void **state)
@@ -520,10 +534,10 @@ static void hand_off_flags(void **state)
 static void paths_both_forms(void **state)
 {
 	(void)state;
-	assert_parsed(PARSE("--preload-lib", "/opt/p.so", "--lock-dir=/run/locks", "true"));
+	assert_parsed(PARSE("--lazy", "--preload-lib", "/opt/p.so", "--lock-dir=/run/locks", "true"));
 	assert_string_equal(request.preload_lib, "/opt/p.so");
 	assert_string_equal(request.lock_dir, "/run/locks");
-	assert_parsed(PARSE("--preload-lib=/x.so", "--lock-dir", "/y", "true"));
+	assert_parsed(PARSE("--lazy", "--preload-lib=/x.so", "--lock-dir", "/y", "true"));
 	assert_string_equal(request.preload_lib, "/x.so");
 	assert_string_equal(request.lock_dir, "/y");
 }
@@ -961,6 +975,7 @@ int main(void)
 		TEST(order_every_name),
 		TEST(order_unknown_is_an_error),
 		TEST(seed_both_forms),
+		TEST(options_that_would_change_nothing_are_errors),
 		TEST(seed_bad_value_is_an_error),
 		TEST(attempts_both_forms),
 		TEST(attempts_zero_is_an_error),
