@@ -115,9 +115,11 @@ $(B)/fakes/nvidia-smi: tests/fakes/fake_smi.c $(FAKE_COMMON) tests/fakes/fixture
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -o $@ tests/fakes/fake_smi.c $(FAKE_COMMON)
 
+# -Bsymbolic: like the real driver, the fake hands out its own entry points (cuGetProcAddress),
+# never the preload library's hooks of the same names.
 $(B)/fakes/libcuda.so.1: tests/fakes/fake_cuda.c $(FAKE_COMMON) tests/fakes/fixture.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ \
+	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 -o $@ \
 		tests/fakes/fake_cuda.c $(FAKE_COMMON)
 	ln -sf libcuda.so.1 $(B)/fakes/libcuda.so
 

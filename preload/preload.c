@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,20 @@
 
 typedef int CUresult;
 typedef CUresult cuinit_fn(unsigned int flags);
+typedef CUresult get_proc_address_fn(const char *symbol, void **pfn, int cuda_version,
+				     uint64_t flags);
+typedef CUresult get_proc_address_v2_fn(const char *symbol, void **pfn, int cuda_version,
+					uint64_t flags, int *symbol_status);
 typedef void *dlopen_fn(const char *file, int mode);
 
-enum { CUDA_ERROR_NOT_FOUND = 500 };   /* what cuInit answers when no driver is loaded */
+/* The hooks below stand in for a driver that may not be there: without one they answer what
+ * the toolkit's stub libcuda.so answers to everything. */
+enum { CUDA_ERROR_STUB_LIBRARY = 34 };
 
 HOOK CUresult cuInit(unsigned int flags);
+HOOK CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, uint64_t flags);
+HOOK CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, uint64_t flags,
+				  int *symbol_status);
 /* Called by the dlopen hook below (assembly), hence not static; never exported. */
 void *prepare_dlopen(const char *file, int mode) __attribute__((used, visibility("hidden")));
 
@@ -52,7 +62,8 @@ static void __attribute__((noreturn)) die(int status, const char *message)
 
 /* ---- configuration and the choice ------------------------------------------------------------ */
 
-/* Where this process stands. It only moves forward (a fork in the middle of a step aside). */
+/* Where this process stands. It moves forward only, except in a fork child, which takes again
+ * a step that another thread of its parent was in the middle of. */
 enum stage {
 	UNSTARTED,      /* GPURUN_OPTIONS not read yet */
 	STARTING,       /* reading it */
@@ -64,9 +75,12 @@ enum stage {
 
 static pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stage_changed = PTHREAD_COND_INITIALIZER;
-static int stage = UNSTARTED;           /* written under stage_lock; read atomically outside it */
+static enum stage stage = UNSTARTED;    /* written under stage_lock; read atomically outside it */
 static pthread_t busy_thread;           /* the thread in STARTING or CHOOSING */
-static struct gpurun_request request;   /* valid from WAITING on */
+static struct gpurun_request request;   /* valid from WAITING on; written once, with WAITING */
+/* Whether this process's fork handlers are registered: a second registration (by a child that
+ * configures again) would make prepare_fork lock stage_lock twice. */
+static bool fork_handlers_registered;
 
 static void prepare_fork(void)
 {
@@ -82,6 +96,8 @@ static void after_fork_in_parent(void)
  * child will finish: the child takes that step again itself (it has not chosen anything). */
 static void after_fork_in_child(void)
 {
+	/* A fork right after the registration, before its flag was set, copies the handlers too. */
+	fork_handlers_registered = true;
 	if (!pthread_equal(busy_thread, pthread_self())) {
 		if (stage == STARTING)
 			stage = UNSTARTED;
@@ -92,10 +108,20 @@ static void after_fork_in_child(void)
 	pthread_mutex_unlock(&stage_lock);
 }
 
+/* Moves the process to `next`; the caller holds stage_lock. A step publishes what it made (the
+ * request, the hand-off) in the same hold, so that a fork, which takes stage_lock too, copies
+ * both that and the stage that says it is there, or neither. */
+static void enter(enum stage next)
+{
+	__atomic_store_n(&stage, next, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&stage_changed);
+}
+
 /* Reads GPURUN_OPTIONS. Without it the library does nothing at all: no other getenv, no
  * allocation, no output, so that it is safe in /etc/ld.so.preload. */
-static int configure(void)
+static enum stage configure(void)
 {
+	struct gpurun_request parsed;
 	struct gpurun_error err;
 
 	/* A setuid program must not be steered by the environment of whoever started it. */
@@ -107,13 +133,28 @@ static int configure(void)
 	/* An ancestor chose (gpurun, or this library in a parent): this process keeps its GPUs. */
 	if (getenv("GPURUN_CHOSEN"))
 		return INERT;
-	pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
-	gpurun_request_init(&request);
-	if (gpurun_request_parse_string(&request, options, &err) != 0)
+	if (!fork_handlers_registered) {
+		pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
+		fork_handlers_registered = true;
+	}
+	gpurun_request_init(&parsed);
+	if (gpurun_request_parse_string(&parsed, options, &err) != 0)
 		die(err.status, err.message);
-	if (request.action != GPURUN_RUN)
+	if (parsed.action != GPURUN_RUN)
 		die(GPURUN_EXIT_USAGE, "GPURUN_OPTIONS: --print, --show, --help and --version are for "
 		    "the gpurun command, not the preload library");
+	/* CUDA's initialization asks for NVIDIA GPUs: a lazy choice never hands out an AMD one
+	 * (HIP programs never reach the hooks at all). */
+	if (parsed.lazy) {
+		if (parsed.vendor == GPURUN_VENDOR_ONLY_AMD || parsed.source == GPURUN_SOURCE_AMDGPU)
+			die(GPURUN_EXIT_USAGE, "GPURUN_OPTIONS: --lazy chooses when CUDA starts, so "
+			    "NVIDIA GPUs only: not with --vendor amd or --source amdgpu");
+		parsed.vendor = GPURUN_VENDOR_ONLY_NVIDIA;
+	}
+	pthread_mutex_lock(&stage_lock);
+	request = parsed;
+	enter(WAITING);
+	pthread_mutex_unlock(&stage_lock);
 	return WAITING;
 }
 
@@ -132,27 +173,34 @@ static void keep_lease(struct gpurun_choice *choice)
 	choice->lease = (struct gpurun_lease){ 0 };
 }
 
-static int choose(void)
+static enum stage choose(void)
 {
 	struct gpurun_choice choice;
 	struct gpurun_error err;
-	char visible[8192];
+	char visible[8192] = "";
 
+	/* The environment says so when this process has its GPUs already (a fork child of a
+	 * process that chose, or a program that set it itself). */
+	if (getenv("GPURUN_CHOSEN"))
+		return CHOSEN;
 	int status = gpurun_acquire(&request, NULL, NULL, &choice, &err);
 	if (request.cpu_fallback && gpurun_cpu_fallback_applies(status)) {
 		say("%s; running on the CPU (--cpu-fallback)", err.message);
 		gpurun_lease_release(&choice.lease);
 		choice.count = 0;
-		hand_off(&choice, "");
-		gpurun_choice_free(&choice);
-		return CHOSEN;
-	}
-	if (status != 0)
+	} else if (status != 0) {
 		die(status, err.message);
-	if (gpurun_choice_format(&choice, &request, visible, sizeof(visible)) != 0)
+	} else if (gpurun_choice_format(&choice, &request, visible, sizeof(visible)) != 0) {
 		die(GPURUN_EXIT_SOFTWARE, "the chosen list does not fit in CUDA_VISIBLE_DEVICES");
-	hand_off(&choice, visible);
+	}
 	keep_lease(&choice);
+	pthread_mutex_lock(&stage_lock);
+	hand_off(&choice, visible);
+	enter(CHOSEN);
+	pthread_mutex_unlock(&stage_lock);
+	/* After a wait, closing its inotify watch waits for the kernel (5-20 ms): outside
+	 * stage_lock, so that no fork waits for it. Not in a grandchild as the launcher does it:
+	 * a fork inside the host would run every library's fork handlers and signal the host. */
 	gpurun_choice_free(&choice);
 	return CHOSEN;
 }
@@ -161,11 +209,13 @@ static int choose(void)
 
 /* Takes one step of the process at most once: the first thread that finds the process at stage
  * `from` moves it to `during`, runs `step` without the lock, and moves it to the stage the step
- * returns; other threads wait for that. The stepping thread itself may come back here through a
- * hook (the probe loads NVML with dlopen) and then returns at once instead of waiting for itself. */
-static void step_once(int from, int during, int (*step)(void))
+ * returns, unless the step has entered that stage itself (see enter: other threads may have
+ * moved on from it since); other threads wait for that. The stepping thread itself may come back
+ * here through a hook (the probe loads NVML with dlopen) and then returns at once instead of
+ * waiting for itself. */
+static void step_once(enum stage from, enum stage during, enum stage (*step)(void))
 {
-	int now = __atomic_load_n(&stage, __ATOMIC_ACQUIRE);
+	enum stage now = __atomic_load_n(&stage, __ATOMIC_ACQUIRE);
 
 	if (now != from && now != during)
 		return;
@@ -176,10 +226,10 @@ static void step_once(int from, int during, int (*step)(void))
 		__atomic_store_n(&stage, during, __ATOMIC_RELEASE);
 		busy_thread = pthread_self();
 		pthread_mutex_unlock(&stage_lock);
-		int next = step();
+		enum stage next = step();
 		pthread_mutex_lock(&stage_lock);
-		__atomic_store_n(&stage, next, __ATOMIC_RELEASE);
-		pthread_cond_broadcast(&stage_changed);
+		if (stage == during)
+			enter(next);
 	}
 	pthread_mutex_unlock(&stage_lock);
 }
@@ -227,54 +277,63 @@ static void *find_next(const char *name)
 	return found;
 }
 
+/* The next definition of `name`, looked up once and kept in *cache; NULL when there is none.
+ * (A failed lookup is not kept: it is cheap next to the choice that precedes it.) */
+static void *next_cached(void **cache, const char *name)
+{
+	void *next = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+
+	if (!next) {
+		next = find_next(name);
+		__atomic_store_n(cache, next, __ATOMIC_RELEASE);
+	}
+	return next;
+}
+
 static dlopen_fn *real_dlopen(void)
 {
-	static dlopen_fn *cached;
-	dlopen_fn *real = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+	static void *cached;
+	dlopen_fn *real = (dlopen_fn *)next_cached(&cached, "dlopen");
 
-	if (!real) {
-		real = (dlopen_fn *)find_next("dlopen");
-		if (!real)
-			die(GPURUN_EXIT_SOFTWARE, "cannot find the C library's dlopen");
-		__atomic_store_n(&cached, real, __ATOMIC_RELEASE);
-	}
+	if (!real)
+		die(GPURUN_EXIT_SOFTWARE, "cannot find the C library's dlopen");
 	return real;
 }
 
-/* A program linked against libcuda finds the driver's cuInit next after this library. Under a
- * driver loaded with dlopen (RTLD_LOCAL) this hook is only reached through the driver's own
- * lookups (when it binds its entry points through the global scope, as the test fake does),
- * and then only the driver's handle names the real cuInit. NULL when there is no driver. */
-static cuinit_fn *find_real_cuinit(void)
-{
-	void *found = find_next("cuInit");
-
-	if (!found) {
-		void *driver = real_dlopen()("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-		if (driver) {
-			found = dlsym(driver, "cuInit");
-			dlclose(driver);
-			if (found && is_in_this_library(found))
-				circular_reference("cuInit");
-		}
-	}
-	return (cuinit_fn *)found;
-}
-
-/* For programs linked against libcuda: they reach the driver through this symbol. */
+/* For programs linked against libcuda: they reach the driver through these symbols, and the
+ * driver's own definitions come next after this library. The driver hands out its own entry
+ * points, so these hooks see only a program's first steps into CUDA, which are enough. Without
+ * a driver next (none linked, or one loaded with dlopen, which only a dlsym(RTLD_DEFAULT) can
+ * lead here from), they answer as the toolkit's stub library would. */
 CUresult cuInit(unsigned int flags)
 {
-	static cuinit_fn *cached;
-	cuinit_fn *real = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+	static void *cached;
 
 	cuda_starting();
-	if (!real) {
-		real = find_real_cuinit();
-		if (!real)
-			return CUDA_ERROR_NOT_FOUND;
-		__atomic_store_n(&cached, real, __ATOMIC_RELEASE);
-	}
-	return real(flags);
+	cuinit_fn *real = (cuinit_fn *)next_cached(&cached, "cuInit");
+	return real ? real(flags) : CUDA_ERROR_STUB_LIBRARY;
+}
+
+/* cuGetProcAddress hands out cuInit itself: the choice is made before anything it hands out
+ * can run. */
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, uint64_t flags)
+{
+	static void *cached;
+
+	cuda_starting();
+	get_proc_address_fn *real = (get_proc_address_fn *)next_cached(&cached, "cuGetProcAddress");
+	return real ? real(symbol, pfn, cuda_version, flags) : CUDA_ERROR_STUB_LIBRARY;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, uint64_t flags,
+			     int *symbol_status)
+{
+	static void *cached;
+
+	cuda_starting();
+	get_proc_address_v2_fn *real =
+		(get_proc_address_v2_fn *)next_cached(&cached, "cuGetProcAddress_v2");
+	return real ? real(symbol, pfn, cuda_version, flags, symbol_status) : CUDA_ERROR_STUB_LIBRARY;
 }
 
 static bool names_libcuda(const char *file)
@@ -287,11 +346,11 @@ static bool names_libcuda(const char *file)
 }
 
 /* Acts on a dlopen that loads the CUDA driver (how libcudart, PyTorch and JAX reach it), then
- * returns the real dlopen for the hook to jump to. */
+ * returns the real dlopen for the hook to jump to. RTLD_NOLOAD only asks whether the driver is
+ * loaded already: that starts nothing. */
 void *prepare_dlopen(const char *file, int mode)
 {
-	(void)mode;
-	if (names_libcuda(file))
+	if (names_libcuda(file) && !(mode & RTLD_NOLOAD))
 		cuda_starting();
 	return (void *)real_dlopen();
 }

@@ -355,7 +355,7 @@ build_without_make() {
 	gcc "${flags[@]}" -shared -Wl,-soname,libnvidia-ml.so.1 -o "$B/fakes/libnvidia-ml.so.1" \
 		tests/fakes/fake_nvml.c tests/fakes/fixture.c &&
 		gcc "${flags[@]}" -o "$B/fakes/nvidia-smi" tests/fakes/fake_smi.c tests/fakes/fixture.c &&
-		gcc "${flags[@]}" -shared -Wl,-soname,libcuda.so.1 -o "$B/fakes/libcuda.so.1" \
+		gcc "${flags[@]}" -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 -o "$B/fakes/libcuda.so.1" \
 			tests/fakes/fake_cuda.c tests/fakes/fixture.c &&
 		ln -sf libcuda.so.1 "$B/fakes/libcuda.so"
 }

@@ -45,8 +45,11 @@ CUDA_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
 
 #define DEFAULT_CUDA_VERSION 13000
 
-/* Like the real driver, the first cuInit decides everything; later ones repeat its answer. */
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Like the real driver, the first cuInit decides everything; later ones repeat its answer.
+ * pthread_once, not a mutex: a child forked while another thread initializes (a test forks at
+ * the preload library's hand-off, just before the driver's cuInit) initializes again itself
+ * rather than waiting for a lock no thread of its own holds. */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool init_done;
 static CUresult init_result;
 static int driver_version;
@@ -229,17 +232,18 @@ static CUresult initialize(void)
 	return count ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 
+static void initialize_once(void)
+{
+	init_result = initialize();
+	__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);
+}
+
 CUresult cuInit(unsigned flags)
 {
 	record();
 	if (flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&init_lock);
-	if (!init_done) {
-		init_result = initialize();
-		__atomic_store_n(&init_done, true, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&init_lock);
+	pthread_once(&init_once, initialize_once);
 	return init_result;
 }
 

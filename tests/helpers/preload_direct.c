@@ -1,9 +1,10 @@
 /* preload_direct: a program linked straight against libcuda.so.1 (the fake), for
  * preload_test.sh and the bench: calls cuInit from one or more threads at once and prints
  * what each got. usage: preload_direct [--gate PATH] [--threads N] [--fork] [--fork-during-init]
- * [--time] [--hold PATH]   (--gate/--hold: see gate.h; --time prints how long cuInit took;
- * --fork: a child calls cuInit after the parent's; --fork-during-init: while another thread
- * is still inside its cuInit) */
+ * [--fork-at-hand-off] [--time] [--hold PATH]   (--gate/--hold: see gate.h; --time prints how
+ * long cuInit took; --fork: a child calls cuInit after the parent's; --fork-during-init: while
+ * another thread is still inside its cuInit; --fork-at-hand-off: the moment another thread's
+ * cuInit has put GPURUN_CHOSEN into the environment) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
 {
 	const char *gate = NULL, *hold = NULL;
 	int threads = 1, devices = -1;
-	int fork_child = 0, fork_during_init = 0, timed = 0;
+	int fork_child = 0, fork_during_init = 0, fork_at_hand_off = 0, timed = 0;
 	pthread_t workers[MAX_THREADS];
 
 	for (int i = 1; i < argc; i++) {
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
 			fork_child = 1;
 		else if (strcmp(argv[i], "--fork-during-init") == 0)
 			fork_during_init = 1;
+		else if (strcmp(argv[i], "--fork-at-hand-off") == 0)
+			fork_at_hand_off = 1;
 		else if (strcmp(argv[i], "--time") == 0)
 			timed = 1;
 	}
@@ -75,11 +78,15 @@ int main(int argc, char **argv)
 		return 2;
 	wait_at_gate(gate);
 	long long start = now_ns();
-	if (fork_during_init) {
+	if (fork_during_init || fork_at_hand_off) {
 		struct timespec pause = { 0, 100 * 1000 * 1000 };
 
 		pthread_create(&workers[0], NULL, init_alone, &results[0]);
-		nanosleep(&pause, NULL);
+		if (fork_during_init)
+			nanosleep(&pause, NULL);
+		else
+			while (!getenv("GPURUN_CHOSEN"))
+				;
 		pid_t child = fork();
 		if (child == 0) {
 			CUresult mine = cuInit(0);

@@ -7,6 +7,8 @@ PRELOAD=$BUILD/libgpurun-preload.so
 HOST=$BUILD/helpers/host_program
 DIRECT=$BUILD/helpers/preload_direct
 RUNTIME_STYLE=$BUILD/helpers/cuda_runtime_style
+PROC_ADDRESS=$BUILD/helpers/procaddress_direct
+PROBE=$BUILD/helpers/cuda_probe
 SOURCES=$ROOT/tests/integration/preload
 RECORD=$SCRATCH/cuda-record
 export GPURUN_FAKE_CUDA_RECORD=$RECORD
@@ -16,7 +18,8 @@ use_fixture "$SCRATCH/machine.fixture"
 uuid_of() { awk -v want="$1" '/^gpu/ { n++ } /^uuid / && n == want + 1 { print $2 }' "$GPURUN_FAKE_FIXTURE"; }
 UUID2=$(uuid_of 2)
 
-for built in "$PRELOAD" "$HOST" "$DIRECT" "$RUNTIME_STYLE" "$BUILD/helpers/dlopen_relative"; do
+for built in "$PRELOAD" "$HOST" "$DIRECT" "$RUNTIME_STYLE" "$PROC_ADDRESS" "$PROBE" \
+	"$BUILD/helpers/dlopen_relative"; do
 	if [ ! -e "$built" ]; then
 		not_ok "built: $built" "run make check (it builds the library and the helpers)"
 		exit 1
@@ -91,10 +94,11 @@ CHOSEN_3='CUDA_VISIBLE_DEVICES=3 CUDA_DEVICE_ORDER=PCI_BUS_ID'
 
 # --- what the library exports -------------------------------------------------------------------
 exported=$(nm -D --defined-only "$PRELOAD" | awk '{ print $NF }' | sort | tr '\n' ' ')
-if [ "$exported" = "cuInit dlopen " ]; then
-	ok "the library exports only its hooks (cuInit, dlopen)"
+hooks="cuGetProcAddress cuGetProcAddress_v2 cuInit dlopen "
+if [ "$exported" = "$hooks" ]; then
+	ok "the library exports only its hooks ($hooks)"
 else
-	not_ok "the library exports only its hooks (cuInit, dlopen)" "exports: $exported"
+	not_ok "the library exports only its hooks ($hooks)" "exports: $exported"
 fi
 # Each library it needs is loaded into every program it is preloaded into (a sanitizer build
 # brings its runtimes too).
@@ -160,6 +164,39 @@ done
 with "--lazy" "$HOST"
 expect_clean "lazy: a program that never starts CUDA is left alone" 0 "<unset>|<unset>|<unset>" ""
 
+# Every way a program reaches the driver. Like the real driver, the fake hands out its own
+# entry points: a cuInit found through cuGetProcAddress is never the library's hook.
+run env LD_PRELOAD="$PRELOAD" "$PROC_ADDRESS" v2
+expect "the fake driver's cuGetProcAddress hands out its own cuInit, as the real driver's does" 0 \
+	"proc=0 init=0 count=4 visible=<unset> from=libcuda.so.1"
+for version in v1 v2; do
+	with "--lazy --order memory" "$PROC_ADDRESS" $version
+	expect_clean "lazy: a program that finds cuInit through cuGetProcAddress ($version) gets its GPU" 0 \
+		"proc=0 init=0 count=1 visible=2 from=libcuda.so.1" "1 $CHOSEN_2"
+done
+with "--lazy" "$PROBE" noload
+expect_clean "lazy: asking whether the driver is loaded (dlopen RTLD_NOLOAD) chooses nothing" 0 \
+	"loaded=no visible=<unset>" ""
+# Without a driver the hooks answer what the toolkit's stub library answers:
+# CUDA_ERROR_STUB_LIBRARY (34).
+with "--lazy --order memory" "$PROBE" cuinit
+expect_clean "lazy, no driver: the hook's cuInit answers CUDA_ERROR_STUB_LIBRARY" 0 \
+	"cuInit=34 visible=2" ""
+with "--lazy --order memory" "$PROBE" procaddress
+expect_clean "lazy, no driver: the hook's cuGetProcAddress_v2 answers CUDA_ERROR_STUB_LIBRARY" 0 \
+	"cuGetProcAddress_v2=34 visible=2" ""
+
+# CUDA's initialization is a choice of NVIDIA GPUs: next to a better AMD GPU too.
+GPURUN_SYSFS_ROOT=$FIXTURES/amd/four with "--lazy --order memory" "$DIRECT"
+expect_clean "lazy on a machine with AMD GPUs too: CUDA gets an NVIDIA GPU" 0 \
+	"init=0 count=1 visible=2" "1 $CHOSEN_2"
+for options in "--vendor amd" "--source amdgpu"; do
+	GPURUN_SYSFS_ROOT=$FIXTURES/amd/four with "--lazy $options" "$DIRECT"
+	expect_error "lazy with $options: a usage error, one line" 2 "^gpurun: GPURUN_OPTIONS: --lazy .*NVIDIA"
+	GPURUN_SYSFS_ROOT=$FIXTURES/amd/four run "$GPURUN" --lazy $options "$SCRATCH/never-run"
+	expect_error "gpurun --lazy $options: a usage error before anything runs" 2 "^gpurun: --lazy .*NVIDIA"
+done
+
 # The real CUDA runtime reaches the fake driver through dlopen("libcuda.so.1").
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 if [ -e "$CUDA_HOME/include/cuda_runtime_api.h" ] && [ -e "$CUDA_HOME/lib64/libcudart.so" ]; then
@@ -219,6 +256,42 @@ init=100 count=-1 visible=" ] && [ "$(grep -c 'cpu-fallback' <<<"$ERR_TEXT")" = 
 else
 	not_ok "a fork while a thread is choosing: the child chooses for itself, no deadlock" \
 		"status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"
+fi
+
+# The environment says whether this process has its GPUs, also when a program says so itself.
+if command -v python3 >/dev/null; then
+	with "--lazy" python3 -c 'import ctypes, os
+os.environ["GPURUN_CHOSEN"] = "by the program"
+print(ctypes.CDLL("libcuda.so.1").cuInit(0))'
+	expect_clean "lazy: a program that has set GPURUN_CHOSEN before starting CUDA keeps its GPUs" 0 \
+		"0" "1 CUDA_VISIBLE_DEVICES=<unset> CUDA_DEVICE_ORDER=<unset>"
+else
+	skip "lazy: a program that has set GPURUN_CHOSEN before starting CUDA keeps its GPUs" "no python3"
+fi
+
+# Forks at the moments a fork from another thread used to copy a half-finished step (see
+# tests/integration/preload/fork_windows.c: a library preloaded ahead of ours holds it there).
+if cc -shared -fPIC -o "$SCRATCH/fork_windows.so" "$SOURCES/fork_windows.c" -ldl -lpthread; then
+	# The hand-off and the end of the choice are one step to a fork: the child has its
+	# parent's GPU, not a choice of its own (which could only find that GPU leased, or wait
+	# for it forever with --wait).
+	: >"$RECORD"
+	run timeout 10 env FORK_WINDOW=hand-off LD_PRELOAD="$SCRATCH/fork_windows.so $PRELOAD" \
+		GPURUN_OPTIONS="--lazy --order memory" "$DIRECT" --fork-at-hand-off
+	OUT_TEXT=$(sort <<<"$OUT_TEXT")
+	expect_clean "a fork as the choice is handed off: the child keeps its parent's choice" 0 \
+		"child init=0 visible=2
+init=0 count=1 visible=2" "2 $CHOSEN_2"
+	# The fork handlers are registered once: a second registration in the child would make
+	# its next fork lock the library's lock twice.
+	: >"$RECORD"
+	run timeout 20 env FORK_WINDOW=configure LD_PRELOAD="$SCRATCH/fork_windows.so $PRELOAD" \
+		GPURUN_OPTIONS="--lazy --order memory" "$HOST"
+	expect "a fork as the library configures itself: the child configures, chooses and forks" 0 \
+		"child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again
+<unset>|<unset>|<unset>"
+else
+	not_ok "the fork-window test library builds"
 fi
 
 with "--order memory" sh -c "\"$HOST\"; \"$HOST\"; \"$GPURUN\" --show | grep -c 'leased by pid'"
