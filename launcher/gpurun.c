@@ -337,12 +337,6 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 	char gpurun_options[8192];
 	const char *inherited = getenv("LD_PRELOAD");
 
-	/* The library chooses when the program starts CUDA, which HIP programs never do. */
-	if (request->vendor == GPURUN_VENDOR_ONLY_AMD || request->source == GPURUN_SOURCE_AMDGPU) {
-		fprintf(stderr, "gpurun: --lazy chooses when the program starts CUDA, so NVIDIA GPUs "
-			"only: not with --vendor amd or --source amdgpu\n");
-		return GPURUN_EXIT_USAGE;
-	}
 	if (request->preload_lib)
 		snprintf(library, sizeof(library), "%s", request->preload_lib);
 	else if (!find_preload_library(library, sizeof(library))) {

@@ -532,6 +532,11 @@ static int check_consistency(struct parser *p)
 		return reject(p, GPURUN_EXIT_USAGE, "--seed needs --order random");
 	if (p->command_line && request->preload_lib && !request->lazy)
 		return reject(p, GPURUN_EXIT_USAGE, "--preload-lib needs --lazy");
+	/* The preload library chooses when the program starts CUDA, which HIP programs never do. */
+	if (request->lazy &&
+	    (request->vendor == GPURUN_VENDOR_ONLY_AMD || request->source == GPURUN_SOURCE_AMDGPU))
+		return reject(p, GPURUN_EXIT_USAGE, "--lazy chooses when the program starts CUDA, so "
+						    "NVIDIA GPUs only: not with --vendor amd or --source amdgpu");
 	if (request->lazy && request->action == GPURUN_PRINT)
 		return reject(p, GPURUN_EXIT_USAGE, "--lazy cannot be used with --print");
 	if (request->lazy && request->action == GPURUN_SHOW)

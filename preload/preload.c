@@ -144,13 +144,9 @@ static enum stage configure(void)
 		die(GPURUN_EXIT_USAGE, "GPURUN_OPTIONS: --print, --show, --help and --version are for "
 		    "the gpurun command, not the preload library");
 	/* CUDA's initialization asks for NVIDIA GPUs: a lazy choice never hands out an AMD one
-	 * (HIP programs never reach the hooks at all). */
-	if (parsed.lazy) {
-		if (parsed.vendor == GPURUN_VENDOR_ONLY_AMD || parsed.source == GPURUN_SOURCE_AMDGPU)
-			die(GPURUN_EXIT_USAGE, "GPURUN_OPTIONS: --lazy chooses when CUDA starts, so "
-			    "NVIDIA GPUs only: not with --vendor amd or --source amdgpu");
+	 * (the parser refuses --lazy with --vendor amd; HIP programs never reach the hooks). */
+	if (parsed.lazy)
 		parsed.vendor = GPURUN_VENDOR_ONLY_NVIDIA;
-	}
 	pthread_mutex_lock(&stage_lock);
 	request = parsed;
 	enter(WAITING);

@@ -396,6 +396,8 @@ static void options_that_would_change_nothing_are_errors(void **state)
 			    "--timeout and --attempts cannot be used together");
 	assert_usage_naming(PARSE("--attempts", "1", "--timeout", "1m", "true"),
 			    "--timeout and --attempts cannot be used together");
+	assert_usage_naming(PARSE("--lazy", "--vendor", "amd", "true"), "NVIDIA GPUs only");
+	assert_usage_naming(PARSE("--source", "amdgpu", "--lazy", "true"), "NVIDIA GPUs only");
 }
 
 static void seed_bad_value_is_an_error(void **state)
