@@ -1,11 +1,13 @@
 /* gpurun: the command-line front end. argv → request → acquire → exec the program (or print
  * the choice, or show the machine). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -301,10 +303,47 @@ static bool find_preload_library(char *path, size_t size)
 
 /* GPURUN_OPTIONS gets the selection options exactly as given, each word escaped for the
  * option-string parser; --preload-lib is the launcher's own business. */
-static int build_options(int option_count, char **options, char *text, size_t size)
+/* Appends one word to an option string, escaped for its parser; false when it does not fit. */
+static bool append_word(char *text, size_t size, size_t *used, const char *word)
+{
+	if (*used && *used + 1 < size)
+		text[(*used)++] = ' ';
+	for (const char *c = word; *c; c++) {
+		bool plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			     (*c >= '0' && *c <= '9') || strchr("-_=.,:/%+", *c);
+		if (*used + 3 >= size)
+			return false;
+		if (!plain)
+			text[(*used)++] = '\\';
+		text[(*used)++] = *c;
+	}
+	text[*used] = '\0';
+	return true;
+}
+
+/* The library resolves the lock directory when the program starts CUDA, perhaps after it has
+ * changed directory: a relative one is made absolute now, or two jobs started in two places
+ * would lease in two directories and could share a GPU. */
+static bool append_absolute_lock_dir(const struct gpurun_request *request, char *text,
+				     size_t size, size_t *used)
+{
+	const char *lock_dir = gpurun_lock_dir(request);
+	char here[PATH_MAX], absolute[PATH_MAX * 2];
+
+	if (lock_dir[0] == '/')
+		return true;
+	if (!getcwd(here, sizeof(here)))
+		return false;
+	snprintf(absolute, sizeof(absolute), "%s/%s", here, lock_dir);
+	return append_word(text, size, used, "--lock-dir") && append_word(text, size, used, absolute);
+}
+
+static int build_options(const struct gpurun_request *request, int option_count, char **options,
+			 char *text, size_t size)
 {
 	size_t used = 0;
 
+	text[0] = '\0';
 	for (int i = 0; i < option_count; i++) {
 		if (strcmp(options[i], "--preload-lib") == 0) {
 			i++;
@@ -312,22 +351,24 @@ static int build_options(int option_count, char **options, char *text, size_t si
 		}
 		if (strncmp(options[i], "--preload-lib=", 14) == 0 || strcmp(options[i], "--") == 0)
 			continue;
-		if (used && used + 1 < size)
-			text[used++] = ' ';
-		for (const char *c = options[i]; *c; c++) {
-			bool plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-				     (*c >= '0' && *c <= '9') || strchr("-_=.,:/%+", *c);
-			if (used + 3 >= size)
-				return -1;
-			if (!plain)
-				text[used++] = '\\';
-			text[used++] = *c;
-		}
+		if (!append_word(text, size, &used, options[i]))
+			return -1;
 	}
-	if (used >= size)
-		return -1;
-	text[used] = '\0';
-	return 0;
+	return append_absolute_lock_dir(request, text, size, &used) ? 0 : -1;
+}
+
+static bool is_elf_file(const char *path)
+{
+	char magic[4];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool elf = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		   read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+		   memcmp(magic, "\177ELF", 4) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return elf;
 }
 
 static int run_lazy(const struct gpurun_request *request, int option_count, char **options)
@@ -350,12 +391,18 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 		fprintf(stderr, "gpurun: --preload-lib: cannot read %s: %s\n", library, strerror(errno));
 		return GPURUN_EXIT_USAGE;
 	}
+	/* The loader would only warn, and the program would run with nothing chosen. */
+	if (!is_elf_file(absolute)) {
+		fprintf(stderr, "gpurun: --preload-lib: %s is not a shared library\n", absolute);
+		return GPURUN_EXIT_USAGE;
+	}
 	if (strpbrk(absolute, ": ")) {
 		fprintf(stderr, "gpurun: --lazy: LD_PRELOAD cannot hold a path with a space or a colon: "
 			"%s\n", absolute);
 		return GPURUN_EXIT_USAGE;
 	}
-	if (build_options(option_count, options, gpurun_options, sizeof(gpurun_options)) != 0) {
+	if (build_options(request, option_count, options, gpurun_options,
+			  sizeof(gpurun_options)) != 0) {
 		fprintf(stderr, "gpurun: --lazy: the options are too long for GPURUN_OPTIONS\n");
 		return GPURUN_EXIT_USAGE;
 	}

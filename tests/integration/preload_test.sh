@@ -438,6 +438,22 @@ mkdir -p "$SCRATCH/with space"
 cp "$PRELOAD" "$SCRATCH/with space/"
 run "$GPURUN" --lazy --preload-lib "$SCRATCH/with space/libgpurun-preload.so" true
 expect_error "--preload-lib: a path LD_PRELOAD cannot hold is refused" 2 "space or a colon"
+for not_a_library in "$SCRATCH" /etc/passwd; do
+	run "$GPURUN" --lazy --preload-lib "$not_a_library" true
+	expect_error "--preload-lib $not_a_library: not a shared library, a usage error" 2 \
+		"is not a shared library"
+done
+
+# The library resolves the lock directory when CUDA starts, perhaps elsewhere: made absolute.
+mkdir -p "$SCRATCH/cwd"
+cd "$SCRATCH/cwd" || exit 1
+run "$GPURUN" --lazy --lock-dir rel-locks sh -c "$SHOW_PRELOAD"
+expect "a relative --lock-dir reaches the library absolute" 0 \
+	"$PRELOAD|--lazy --lock-dir rel-locks --lock-dir $SCRATCH/cwd/rel-locks"
+GPURUN_LOCK_DIR=rel-locks run "$GPURUN" --lazy sh -c "$SHOW_PRELOAD"
+expect "a relative GPURUN_LOCK_DIR reaches the library absolute" 0 \
+	"$PRELOAD|--lazy --lock-dir $SCRATCH/cwd/rel-locks"
+cd - >/dev/null || exit 1
 
 mkdir -p "$SCRATCH/lock dir"
 : >"$RECORD"
