@@ -5,6 +5,25 @@
 
 #include "gpurun.h"
 
+/* A reason cut to its share of one message, with "..." where it was cut. */
+struct share {
+	char text[300];
+};
+
+static struct share shortened(const char *reason, size_t room)
+{
+	struct share share;
+	size_t length = strlen(reason);
+
+	if (room > sizeof(share.text))
+		room = sizeof(share.text);
+	if (length < room)
+		memcpy(share.text, reason, length + 1);
+	else
+		snprintf(share.text, room, "%.*s...", (int)(room - 4), reason);
+	return share;
+}
+
 /* Each part is cut short so that both fit in one message. */
 static int no_gpu_information(struct gpurun_error *err, const char *nvml_reason,
 			      const char *smi_reason)
@@ -15,8 +34,8 @@ static int no_gpu_information(struct gpurun_error *err, const char *nvml_reason,
 	if (!smi_reason)
 		return gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO, "no GPU information: %s",
 				   nvml_reason);
-	return gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO, "no GPU information: %.250s; %.230s",
-			   nvml_reason, smi_reason);
+	return gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO, "no GPU information: %s; %s",
+			   shortened(nvml_reason, 240).text, shortened(smi_reason, 240).text);
 }
 
 static int probe_nvidia(enum gpurun_source source, double smi_timeout_s,
@@ -76,7 +95,8 @@ int gpurun_probe(const struct gpurun_request *request, struct gpurun_snapshot *s
 			char nvidia_message[sizeof(err->message)];
 
 			snprintf(nvidia_message, sizeof(nvidia_message), "%s", err->message);
-			gpurun_fail(err, status, "%.400s; %.100s", nvidia_message, amd_err.message);
+			gpurun_fail(err, status, "%s; %s", shortened(nvidia_message, 300).text,
+				    shortened(amd_err.message, 200).text);
 		}
 		return status;
 	}

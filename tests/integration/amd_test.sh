@@ -156,6 +156,8 @@ expect_error "--source amdgpu without AMD GPUs: exit 69, naming the place" 69 \
 	"no GPU information: amdgpu: cannot read $SCRATCH/nothing/sys/class/drm"
 GPURUN_SYSFS_ROOT=$SCRATCH/nothing run "$GPURUN" --print
 expect_error "nothing at all: exit 69 naming NVML, nvidia-smi and amdgpu" 69 "NVML.*nvidia-smi.*amdgpu"
+GPURUN_SYSFS_ROOT=$SCRATCH/nothing/$(printf 'deep%.0s' {1..80}) run "$GPURUN" --print
+expect_error "... a reason too long for the line is cut where it says so" 69 "amdgpu: cannot read .*deepdeep\.\.\.$"
 run "$GPURUN" --print --source nvml --vendor amd
 expect_error "--source nvml --vendor amd is a contradiction" 2 "--source nvml reads NVIDIA GPUs only"
 
