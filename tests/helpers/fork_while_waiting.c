@@ -6,11 +6,13 @@
  * usage: fork_while_waiting LIBGPURUN LOCK_DIR auto|explicit ACQUIRE-OPTIONS */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +33,8 @@ static void *wait_for_gpus(void *unused)
 	return NULL;
 }
 
-/* True once a ticket (not a draft) is in the queue: the waiter holds its place in line. */
+/* True once a live ticket (locked, not a draft) is in the queue: the waiter holds its place in
+ * line. A dead waiter's ticket, not yet removed, does not count. */
 static int has_ticket(const char *lock_dir)
 {
 	char path[PATH_MAX];
@@ -42,8 +45,14 @@ static int has_ticket(const char *lock_dir)
 	DIR *dir = opendir(path);
 	if (!dir)
 		return 0;
-	while ((entry = readdir(dir)) != NULL)
-		found |= entry->d_name[0] != '.' && strncmp(entry->d_name, "draft-", 6) != 0;
+	while (!found && (entry = readdir(dir)) != NULL) {
+		if (entry->d_name[0] == '.' || strncmp(entry->d_name, "draft-", 6) == 0)
+			continue;
+		int fd = openat(dirfd(dir), entry->d_name, O_RDONLY | O_CLOEXEC);
+		found = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0;
+		if (fd >= 0)
+			close(fd);
+	}
 	closedir(dir);
 	return found;
 }
