@@ -43,7 +43,9 @@ struct waiter {
 	struct gpurun_inherited inherited;      /* the masks: read once, they cannot change */
 	struct gpurun_cuda_order cuda_order;    /* the driver's answer, asked at most once */
 	bool sized_up;                  /* size_up_pool has run: the pool is known */
-	bool hopeless;                  /* the masks and --exclude leave too few: waiting cannot help */
+	bool hopeless;                  /* the masks allow no GPU: waiting cannot help */
+	bool never_enough;              /* the masks and --exclude leave too few: nor here */
+	size_t possible;                /* how many they leave (whole GPUs for several) */
 };
 
 static double monotonic_seconds(void)
@@ -451,7 +453,7 @@ static bool could_be_chosen(const struct gpurun_device *device,
 	idle.leased = false;
 	idle.load = 0;
 	idle.memory_used = 0;
-	idle.memory_free = idle.memory_total;
+	idle.memory_free = 0;
 	any_load.min_free_mib = -INFINITY;
 	any_load.max_load = INFINITY;
 	any_load.max_memory = INFINITY;
@@ -496,15 +498,8 @@ static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choic
 		queue_set_pool(&waiter->queue, keys, key_count);
 	/* Several GPUs are whole GPUs (take_candidates). */
 	unsigned needed = gpurun_request_needed(waiter->request);
-	size_t possible = needed > 1 ? whole : any;
-	if (needed > possible) {
-		waiter->hopeless = true;
-		status = gpurun_fail(err, GPURUN_EXIT_BUSY,
-				     "wanted %u GPU%s, but the masks and --exclude leave %zu%s on "
-				     "this machine: waiting cannot help", needed,
-				     needed == 1 ? "" : "s", possible,
-				     needed > 1 && any > whole ? " whole GPUs" : "");
-	}
+	waiter->possible = needed > 1 ? whole : any;
+	waiter->never_enough = needed > waiter->possible;
 done:
 	free(allowed);
 	free(keys);
@@ -560,7 +555,8 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 	if (status == 0 && !pool_known) {
 		status = size_up_pool(waiter, choice, err);
 		waiter->sized_up = status == 0;
-		if (status == 0 && !our_turn(waiter, progress))
+		/* Never enough: this look's counts say why, and no turn in line is worth waiting. */
+		if (status == 0 && !waiter->never_enough && !our_turn(waiter, progress))
 			status = GPURUN_EXIT_BUSY;
 		else if (status == 0)
 			progress->measured = true;
@@ -581,11 +577,16 @@ static void write_holders(const struct gpurun_request *request, const struct gpu
 		gpurun_lease_write_holder(lease->fds[i], request->command, request->command_count);
 }
 
-static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error *err)
+static int fail_busy(const struct waiter *waiter, const struct gpurun_progress *progress,
+		     struct gpurun_error *err)
 {
-	char elapsed[32];
+	char elapsed[32], never[160] = "";
 
 	gpurun_format_duration(progress->elapsed_s, elapsed, sizeof(elapsed));
+	if (waiter->never_enough)
+		snprintf(never, sizeof(never), "; waiting cannot help: the masks and --exclude leave "
+			 "%zu%s GPU%s on this machine", waiter->possible,
+			 progress->wanted > 1 ? " whole" : "", waiter->possible == 1 ? "" : "s");
 	if (!progress->measured)
 		return gpurun_fail(err, GPURUN_EXIT_BUSY,
 				   "wanted %zu GPU%s, %zu waiting ahead for the same GPUs after %u "
@@ -594,11 +595,11 @@ static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error
 				   progress->attempt == 1 ? "" : "s", elapsed);
 	return gpurun_fail(err, GPURUN_EXIT_BUSY,
 			   "wanted %zu GPU%s, found %zu available (%zu leased by other jobs, %zu busy, "
-			   "%zu waiting ahead) after %u attempt%s in %s%s",
+			   "%zu waiting ahead) after %u attempt%s in %s%s%s",
 			   progress->wanted, progress->wanted == 1 ? "" : "s",
 			   progress->available - progress->leased_by_others, progress->leased_by_others,
 			   progress->busy, progress->waiting_ahead, progress->attempt,
-			   progress->attempt == 1 ? "" : "s", elapsed,
+			   progress->attempt == 1 ? "" : "s", elapsed, never,
 			   progress->mig_left_out
 				   ? "; MIG instances do not count: CUDA shows a process only one MIG "
 				     "instance and no whole GPU beside it, so a job that needs several "
@@ -675,7 +676,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 		progress.elapsed_s = monotonic_seconds() - start;
 		bool last = attempts != GPURUN_ATTEMPTS_UNLIMITED && progress.attempt >= attempts;
 		if (status != GPURUN_EXIT_BUSY || last || monotonic_seconds() >= deadline ||
-		    waiter.hopeless)
+		    waiter.hopeless || waiter.never_enough)
 			break;
 		if (progress_fn)
 			progress_fn(&progress, progress_context);
@@ -694,7 +695,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	if (status == 0)
 		write_holders(request, &choice->lease);
 	else if (status == GPURUN_EXIT_BUSY && !waiter.hopeless)
-		fail_busy(&progress, err);
+		fail_busy(&waiter, &progress, err);
 	if (progress_fn)
 		progress_fn(&progress, progress_context);
 	close_waiter(&waiter, choice, status);

@@ -326,12 +326,12 @@ fi
 
 # --- a request that can never be served ---------------------------------------------------------------
 run_timed timeout 20 "$GPURUN" --wait --limit 3 --print
-expect_error "--wait --limit 3 on a 2-GPU machine fails at once" 75 "wanted 3 GPUs, but the masks and --exclude leave 2 on this machine"
+expect_error "--wait --limit 3 on a 2-GPU machine fails at once" 75 "wanted 3 GPUs, found 2 available .*waiting cannot help: the masks and --exclude leave 2 whole GPUs on this machine"
 expect_took "... without waiting" 0 5
 run_timed timeout 20 "$GPURUN" --wait --exclude 0,1 --print
-expect_error "--wait with every GPU excluded fails at once" 75 "wanted 1 GPU, but the masks and --exclude leave 0"
+expect_error "--wait with every GPU excluded fails at once" 75 "wanted 1 GPU, found 0 available .*leave 0 GPUs on this machine"
 CUDA_VISIBLE_DEVICES=1 run timeout 20 "$GPURUN" --wait --limit 2 --print
-expect_error "... as does a --limit 2 waiter that its mask allows one GPU" 75 "leave 1 on this machine"
+expect_error "... as does a --limit 2 waiter that its mask allows one GPU" 75 "leave 1 whole GPU on this machine"
 
 # A waiter behind another never counted the GPUs: its message must not say it found none.
 hold_both
