@@ -101,12 +101,23 @@ static void show_progress(const struct gpurun_progress *progress, void *context)
 				fputs("\r\033[K", stderr);
 			return;
 		}
-		fprintf(stderr, "\r\033[Kgpurun: waiting for %zu GPU%s: %zu free, %zu leased by others, "
-			"%zu busy, %zu waiting ahead, %.0fs elapsed (attempt %s)",
-			progress->wanted, progress->wanted == 1 ? "" : "s", free_now,
-			progress->leased_by_others, progress->busy, progress->waiting_ahead,
-			progress->elapsed_s, attempts);
+		if (!progress->measured)
+			fprintf(stderr, "\r\033[Kgpurun: waiting for %zu GPU%s: %zu waiting ahead, "
+				"%.0fs elapsed (attempt %s)", progress->wanted,
+				progress->wanted == 1 ? "" : "s", progress->waiting_ahead,
+				progress->elapsed_s, attempts);
+		else
+			fprintf(stderr, "\r\033[Kgpurun: waiting for %zu GPU%s: %zu free, %zu leased "
+				"by others, %zu busy, %zu waiting ahead, %.0fs elapsed (attempt %s)",
+				progress->wanted, progress->wanted == 1 ? "" : "s", free_now,
+				progress->leased_by_others, progress->busy, progress->waiting_ahead,
+				progress->elapsed_s, attempts);
 		line->drawn = true;
+	} else if (line->verbose && !progress->final && progress->attempt != line->logged_attempt &&
+		   !progress->measured) {
+		fprintf(stderr, "gpurun: attempt %s: %zu waiting ahead for the same GPUs\n", attempts,
+			progress->waiting_ahead);
+		line->logged_attempt = progress->attempt;
 	} else if (line->verbose && !progress->final && progress->attempt != line->logged_attempt) {
 		fprintf(stderr, "gpurun: attempt %s: %zu of %zu GPU%s available (%zu leased by others, "
 			"%zu busy, %zu waiting ahead)\n", attempts, free_now, progress->wanted,
@@ -168,6 +179,9 @@ static void explain(const struct gpurun_request *request, struct gpurun_choice *
 	if (mask->allowed && mask->count == snapshot->count && snapshot->count > 0)
 		memcpy(allowed, mask->allowed, snapshot->count * sizeof(*allowed));
 	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
+	/* Our own leases are not looked at: see gpurun_lease_inspect. */
+	for (size_t i = 0; i < choice->count; i++)
+		snapshot->devices[choice->chosen[i]].leased = choice->lease.count > 0;
 	if (!request->no_lease)
 		gpurun_lease_inspect(gpurun_lock_dir(request), snapshot);
 	for (size_t i = 0; i < snapshot->count; i++) {

@@ -3,7 +3,10 @@
  * scheduled attempt, or until a lease is released or the waiter ahead of it leaves. */
 #include <errno.h>
 #include <math.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "gpurun.h"
+#include "lease_internal.h"
 #include "queue_internal.h"
 
 /* How often a waiter without inotify checks for its news (poll_for_news). */
@@ -31,7 +35,6 @@ struct waiter {
 	int ahead_watch;                /* the ticket just ahead of ours, while behind someone */
 	char watched_ahead[QUEUE_TICKET_SIZE];
 	bool look_again;                /* news arrived before its watch did */
-	unsigned own_lock_closes;       /* lock-file closes our last look made: not news to us */
 	bool at_head;
 	/* Without inotify: the GPUs our last look found leased by others (positions in its
 	 * snapshot), to watch by polling. */
@@ -39,7 +42,10 @@ struct waiter {
 	size_t leased_seen_count;
 	struct gpurun_inherited inherited;      /* the masks: read once, they cannot change */
 	struct gpurun_cuda_order cuda_order;    /* the driver's answer, asked at most once */
+	bool sized_up;                  /* size_up_pool has run: the pool is known */
 	bool hopeless;                  /* the masks allow no GPU: waiting cannot help */
+	bool never_enough;              /* the masks and --exclude leave too few: nor here */
+	size_t possible;                /* how many they leave (whole GPUs for several) */
 };
 
 static double monotonic_seconds(void)
@@ -66,6 +72,121 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const bool *al
 		in_mask += allowed[i];
 	progress->available = available;
 	progress->busy = in_mask - available;
+}
+
+/* ---- descriptors in flight ----------------------------------------------------------------- */
+
+/* Every descriptor an acquisition holds open, so that a child forked meanwhile by another
+ * thread (a program under the preload library) closes its copies: a copy of a ticket or of a
+ * claimed lock file holds that lock as well, and would keep a dead parent's place in line. The
+ * list's lock is held across fork (pthread_atfork), so a child finds the list whole, and no
+ * descriptor that will hold a lock exists unlisted (in_flight_openat). */
+static pthread_mutex_t in_flight_lock = PTHREAD_MUTEX_INITIALIZER;
+static int *in_flight;
+static size_t in_flight_count, in_flight_room;
+static int fork_handlers_set;
+
+static void lock_in_flight_before_fork(void)
+{
+	pthread_mutex_lock(&in_flight_lock);
+}
+
+static void unlock_in_flight_after_fork(void)
+{
+	pthread_mutex_unlock(&in_flight_lock);
+}
+
+static void forget_in_flight_in_child(void)
+{
+	gpurun_acquire_forget_in_child();
+	pthread_mutex_unlock(&in_flight_lock);
+}
+
+/* At the first acquisition, not at load: a program under the preload library without
+ * GPURUN_OPTIONS must see no allocation from us. */
+static void set_fork_handlers(void)
+{
+	if (!__atomic_exchange_n(&fork_handlers_set, 1, __ATOMIC_ACQ_REL))
+		pthread_atfork(lock_in_flight_before_fork, unlock_in_flight_after_fork,
+			       forget_in_flight_in_child);
+}
+
+/* Under in_flight_lock. A list that cannot grow leaves the descriptor unlisted: a child
+ * would keep its copy, as before there was a list. */
+static void list_in_flight(int fd)
+{
+	if (in_flight_count == in_flight_room) {
+		size_t room = in_flight_room ? in_flight_room * 2 : 16;
+		int *bigger = realloc(in_flight, room * sizeof(*bigger));
+		if (!bigger)
+			return;
+		in_flight = bigger;
+		in_flight_room = room;
+	}
+	in_flight[in_flight_count++] = fd;
+}
+
+static void unlist_in_flight(int fd)
+{
+	for (size_t i = 0; i < in_flight_count; i++) {
+		if (in_flight[i] == fd) {
+			in_flight[i] = in_flight[--in_flight_count];
+			return;
+		}
+	}
+}
+
+int in_flight_openat(int dir_fd, const char *name, int flags, mode_t mode)
+{
+	pthread_mutex_lock(&in_flight_lock);
+	int fd = openat(dir_fd, name, flags, mode);
+	int cause = errno;
+	if (fd >= 0)
+		list_in_flight(fd);
+	pthread_mutex_unlock(&in_flight_lock);
+	errno = cause;
+	return fd;
+}
+
+void in_flight_add(int fd)
+{
+	pthread_mutex_lock(&in_flight_lock);
+	list_in_flight(fd);
+	pthread_mutex_unlock(&in_flight_lock);
+}
+
+/* Closed under the lock: a number closed but still listed could be another thread's next
+ * descriptor, which a child would close. */
+void in_flight_close(int fd)
+{
+	pthread_mutex_lock(&in_flight_lock);
+	unlist_in_flight(fd);
+	close(fd);
+	pthread_mutex_unlock(&in_flight_lock);
+}
+
+void in_flight_hand_over(int fd)
+{
+	pthread_mutex_lock(&in_flight_lock);
+	unlist_in_flight(fd);
+	pthread_mutex_unlock(&in_flight_lock);
+}
+
+void gpurun_acquire_forget_in_child(void)
+{
+	for (size_t i = 0; i < in_flight_count; i++)
+		close(in_flight[i]);
+	in_flight_count = 0;
+}
+
+/* inotify_init1 for a waiter, listed as in flight. */
+static int open_notify(void)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd >= 0)
+		in_flight_add(fd);
+	return fd;
 }
 
 /* ---- waiting for news -------------------------------------------------------------------- */
@@ -102,9 +223,10 @@ static void watch_for_turn(struct waiter *waiter)
 		waiter->look_again = true;
 }
 
-/* Reads what inotify has queued; true when it is news worth another look: a lease closed by
- * someone else (at the head of the line), or the waiter ahead of us leaving. */
-static bool read_events(struct waiter *waiter, unsigned *lock_closes_seen)
+/* Reads what inotify has queued; true when it is news worth another look: a lease released
+ * (a lock file closed after writing; our own looks use read-only descriptors, whose close is
+ * no event) at the head of the line, or the waiter ahead of us leaving. */
+static bool read_events(struct waiter *waiter)
 {
 	char buffer[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
 	bool news = false;
@@ -115,15 +237,12 @@ static bool read_events(struct waiter *waiter, unsigned *lock_closes_seen)
 			const struct inotify_event *event = (const struct inotify_event *)p;
 
 			/* A lost event (overflow) may have been any of them: look again. */
-			if (event->mask & IN_Q_OVERFLOW || event->wd == waiter->ahead_watch)
+			if (event->mask & IN_Q_OVERFLOW || event->wd == waiter->ahead_watch ||
+			    (event->wd == waiter->lock_watch && waiter->at_head))
 				news = true;
-			else if (event->wd == waiter->lock_watch)
-				(*lock_closes_seen)++;
 			p += sizeof(*event) + event->len;
 		}
 	}
-	if (waiter->at_head && *lock_closes_seen > waiter->own_lock_closes)
-		news = true;
 	return news;
 }
 
@@ -148,7 +267,7 @@ static void poll_for_news(struct waiter *waiter, const struct gpurun_snapshot *l
 	while (monotonic_seconds() < until) {
 		nanosleep(&pause, NULL);
 		if (waiter->notify_fd < 0) {
-			waiter->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+			waiter->notify_fd = open_notify();
 			if (waiter->notify_fd >= 0)
 				return;         /* the next look sets the watches */
 		}
@@ -172,8 +291,6 @@ static void poll_for_news(struct waiter *waiter, const struct gpurun_snapshot *l
 static void wait_for_news(struct waiter *waiter, const struct gpurun_snapshot *last_look,
 			  double until)
 {
-	unsigned lock_closes_seen = 0;
-
 	if (waiter->look_again) {
 		waiter->look_again = false;
 		return;
@@ -195,58 +312,66 @@ static void wait_for_news(struct waiter *waiter, const struct gpurun_snapshot *l
 		int ready = poll(&readable, 1, timeout_ms);
 		if (ready < 0 && errno != EINTR)
 			return;
-		if (ready > 0 && read_events(waiter, &lock_closes_seen))
+		if (ready > 0 && read_events(waiter))
 			return;
 	}
 }
 
 /* ---- one look ---------------------------------------------------------------------------- */
 
-/* How a look takes one candidate: it claims the lease, or only looks at it for an answer
- * nobody will hold (--print: see gpurun_lease_observe), or takes it as it is (--no-lease).
- * Returns 0 when taken (with the locked descriptor in *fd when claimed), 1 when leased by
- * another, or an error status. */
-static int take_one(struct waiter *waiter, const struct gpurun_snapshot *snapshot,
-		    size_t position, int *fd, struct gpurun_error *err)
+/* Notes a candidate another job holds: for progress, and for poll_for_news to watch. */
+static void note_leased(struct waiter *waiter, size_t position, struct gpurun_progress *progress)
 {
-	const struct gpurun_device *device = &snapshot->devices[position];
-	int result;
-
-	if (waiter->lock_dir_fd < 0)
-		return 0;
-	if (waiter->request->action == GPURUN_PRINT) {
-		result = gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir, device, err);
-	} else {
-		result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir, device, fd, err);
-		if (result == 1)
-			waiter->own_lock_closes++;  /* our failed claim closed a writable descriptor */
-	}
-	if (result == 1)
-		waiter->leased_seen[waiter->leased_seen_count++] = position;
-	return result;
+	progress->leased_by_others++;
+	waiter->leased_seen[waiter->leased_seen_count++] = position;
 }
 
-/* Takes candidates in order until `wanted` are taken. Returns how many it took. */
+/* Takes candidates in order until `wanted` are taken, and only when at least `needed` can be.
+ * They are looked at first (gpurun_lease_observe: a shared lock on a read-only descriptor)
+ * and claimed only when enough look free: a claim that fails or is given back closes a
+ * writable descriptor, which every waiter takes for a release and wakes on, so two waiters
+ * that could not be served would wake each other without end. --print only looks, and
+ * --no-lease takes what the thresholds allow. Returns how many it took. */
 static size_t take_in_order(struct waiter *waiter, const size_t *candidates, size_t count,
-			    unsigned wanted, struct gpurun_choice *choice,
+			    unsigned wanted, unsigned needed, struct gpurun_choice *choice,
 			    struct gpurun_progress *progress, int *status, struct gpurun_error *err)
 {
-	size_t taken = 0;
+	const struct gpurun_snapshot *snapshot = &choice->snapshot;
+	size_t seen_free = 0;
 
-	for (size_t i = 0; i < count && taken < wanted; i++) {
-		int fd = -1;
-		int result = take_one(waiter, &choice->snapshot, candidates[i], &fd, err);
+	for (size_t i = 0; i < count && seen_free < wanted; i++) {
+		int result = waiter->lock_dir_fd < 0 ? 0
+			: gpurun_lease_observe(waiter->lock_dir_fd, waiter->lock_dir,
+					       &snapshot->devices[candidates[i]], err);
 		if (result == 1) {
-			progress->leased_by_others++;
+			note_leased(waiter, candidates[i], progress);
+			continue;
+		}
+		if (result != 0) {
+			*status = result;
+			return 0;
+		}
+		choice->chosen[seen_free++] = candidates[i];
+	}
+	if (waiter->lock_dir_fd < 0 || waiter->request->action == GPURUN_PRINT ||
+	    seen_free < needed)
+		return seen_free;
+
+	size_t taken = 0;
+	for (size_t i = 0; i < seen_free; i++) {
+		int fd = -1;
+		int result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir,
+					      &snapshot->devices[choice->chosen[i]], &fd, err);
+		if (result == 1) {
+			note_leased(waiter, choice->chosen[i], progress);  /* a race lost */
 			continue;
 		}
 		if (result != 0) {
 			*status = result;
 			break;
 		}
-		if (fd >= 0)
-			choice->lease.fds[choice->lease.count++] = fd;
-		choice->chosen[taken++] = candidates[i];
+		choice->lease.fds[choice->lease.count++] = fd;
+		choice->chosen[taken++] = choice->chosen[i];
 	}
 	return taken;
 }
@@ -292,7 +417,9 @@ static int take_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 
 	for (size_t i = 0; i < available; i++)
 		whole += choice->snapshot.devices[candidates[i]].mig_parent < 0;
-	unsigned wanted = wanted_count(request, whole > 0 ? whole : available > 0);
+	/* What --limit all means here: every whole GPU, or one MIG instance when there is none. */
+	size_t all_usable = whole > 0 ? whole : (available > 0 ? 1 : 0);
+	unsigned wanted = wanted_count(request, all_usable);
 	unsigned needed = gpurun_request_needed(request);
 	size_t usable = wanted > 1
 		? gpurun_visible_whole_first(&choice->snapshot, candidates, available) : available;
@@ -300,13 +427,12 @@ static int take_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	progress->mig_left_out = available - usable;
 	progress->leased_by_others = 0;
 
-	choice->count = take_in_order(waiter, candidates, usable, wanted, choice, progress,
+	choice->count = take_in_order(waiter, candidates, usable, wanted, needed, choice, progress,
 				      &status, err);
 	if (status == 0 && choice->count == 0 && needed <= 1 && usable < available)
 		choice->count = take_in_order(waiter, candidates + usable, available - usable, 1,
-					      choice, progress, &status, err);
+					      needed, choice, progress, &status, err);
 	if (status == 0 && choice->count < needed) {
-		waiter->own_lock_closes += (unsigned)choice->lease.count;
 		gpurun_lease_release(&choice->lease);
 		choice->count = 0;
 		status = GPURUN_EXIT_BUSY;
@@ -314,19 +440,95 @@ static int take_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	return status;
 }
 
+/* Whether the device could ever be chosen: were it idle and free, would the request take it?
+ * Only --exclude and what the device is (a MIG-enabled GPU, an instance without a UUID) can
+ * still keep it out. */
+static bool could_be_chosen(const struct gpurun_device *device,
+			    const struct gpurun_request *request)
+{
+	struct gpurun_device idle = *device;
+	struct gpurun_request any_load = *request;
+
+	idle.lost = false;
+	idle.leased = false;
+	idle.load = 0;
+	idle.memory_used = 0;
+	idle.memory_free = 0;
+	any_load.min_free_mib = -INFINITY;
+	any_load.max_load = INFINITY;
+	any_load.max_memory = INFINITY;
+	any_load.include_nan = true;
+	return gpurun_device_available(&idle, &any_load);
+}
+
+/* The masks are read once and the devices do not come and go: what they leave decides, at the
+ * first look, the waiter's pool (every waiter for exactly these devices shares one line) and
+ * whether waiting could ever help. */
+static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choice,
+			struct gpurun_error *err)
+{
+	const struct gpurun_snapshot *snapshot = &choice->snapshot;
+	size_t room = snapshot->count > 0 ? snapshot->count : 1;
+	bool *allowed = malloc(room * sizeof(*allowed));
+	char **keys = calloc(room, sizeof(*keys));
+	char (*names)[GPURUN_UUID_SIZE + 16] = malloc(room * sizeof(*names));
+	size_t key_count = 0, whole = 0, any = 0;
+	int status = 0;
+
+	if (!allowed || !keys || !names) {
+		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+		goto done;
+	}
+	memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
+	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+
+		if (!allowed[i])
+			continue;
+		lease_file_name(device, names[key_count], sizeof(names[key_count]));
+		keys[key_count] = names[key_count];
+		key_count++;
+		if (could_be_chosen(device, waiter->request)) {
+			any++;
+			whole += device->mig_parent < 0;
+		}
+	}
+	if (waiter->queue_open)
+		queue_set_pool(&waiter->queue, keys, key_count);
+	/* Several GPUs are whole GPUs (take_candidates). */
+	unsigned needed = gpurun_request_needed(waiter->request);
+	waiter->possible = needed > 1 ? whole : any;
+	waiter->never_enough = needed > waiter->possible;
+done:
+	free(allowed);
+	free(keys);
+	free(names);
+	return status;
+}
+
+/* At the head of the line, or not in one (--no-lease): true. Behind someone: false, and the
+ * waiter watches that one. */
+static bool our_turn(struct waiter *waiter, struct gpurun_progress *progress)
+{
+	if (!waiter->queue_open)
+		return true;
+	progress->waiting_ahead = queue_waiting_ahead(&waiter->queue);
+	waiter->at_head = progress->waiting_ahead == 0;
+	watch_for_turn(waiter);
+	return waiter->at_head;
+}
+
 /* One look. Returns 0 with choice filled, GPURUN_EXIT_BUSY, or an error status. */
 static int look(struct waiter *waiter, struct gpurun_choice *choice,
 		struct gpurun_progress *progress, struct gpurun_error *err)
 {
-	waiter->own_lock_closes = 0;
-	if (waiter->queue_open) {
-		/* Cheap, and first: a waiter behind others does not even probe. */
-		progress->waiting_ahead = queue_waiting_ahead(&waiter->queue);
-		waiter->at_head = progress->waiting_ahead == 0;
-		watch_for_turn(waiter);
-		if (!waiter->at_head)
-			return GPURUN_EXIT_BUSY;
-	}
+	bool pool_known = waiter->sized_up;
+
+	/* Cheap, and first: a waiter behind others does not even probe. */
+	progress->measured = false;
+	if (pool_known && !our_turn(waiter, progress))
+		return GPURUN_EXIT_BUSY;
 
 	gpurun_lease_release(&choice->lease);
 	gpurun_snapshot_free(&choice->snapshot);
@@ -350,6 +552,17 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	if (status == 0)
 		status = find_candidates(waiter, choice, candidates, &available, progress, err);
+	if (status == 0 && !pool_known) {
+		status = size_up_pool(waiter, choice, err);
+		waiter->sized_up = status == 0;
+		/* Never enough: this look's counts say why, and no turn in line is worth waiting. */
+		if (status == 0 && !waiter->never_enough && !our_turn(waiter, progress))
+			status = GPURUN_EXIT_BUSY;
+		else if (status == 0)
+			progress->measured = true;
+	} else if (status == 0) {
+		progress->measured = true;
+	}
 	if (status == 0)
 		status = take_candidates(waiter, choice, candidates, available, progress, err);
 	free(candidates);
@@ -364,18 +577,29 @@ static void write_holders(const struct gpurun_request *request, const struct gpu
 		gpurun_lease_write_holder(lease->fds[i], request->command, request->command_count);
 }
 
-static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error *err)
+static int fail_busy(const struct waiter *waiter, const struct gpurun_progress *progress,
+		     struct gpurun_error *err)
 {
-	char elapsed[32];
+	char elapsed[32], never[160] = "";
 
 	gpurun_format_duration(progress->elapsed_s, elapsed, sizeof(elapsed));
+	if (waiter->never_enough)
+		snprintf(never, sizeof(never), "; waiting cannot help: the masks and --exclude leave "
+			 "%zu%s GPU%s on this machine", waiter->possible,
+			 progress->wanted > 1 ? " whole" : "", waiter->possible == 1 ? "" : "s");
+	if (!progress->measured)
+		return gpurun_fail(err, GPURUN_EXIT_BUSY,
+				   "wanted %zu GPU%s, %zu waiting ahead for the same GPUs after %u "
+				   "attempt%s in %s", progress->wanted, progress->wanted == 1 ? "" : "s",
+				   progress->waiting_ahead, progress->attempt,
+				   progress->attempt == 1 ? "" : "s", elapsed);
 	return gpurun_fail(err, GPURUN_EXIT_BUSY,
 			   "wanted %zu GPU%s, found %zu available (%zu leased by other jobs, %zu busy, "
-			   "%zu waiting ahead) after %u attempt%s in %s%s",
+			   "%zu waiting ahead) after %u attempt%s in %s%s%s",
 			   progress->wanted, progress->wanted == 1 ? "" : "s",
 			   progress->available - progress->leased_by_others, progress->leased_by_others,
 			   progress->busy, progress->waiting_ahead, progress->attempt,
-			   progress->attempt == 1 ? "" : "s", elapsed,
+			   progress->attempt == 1 ? "" : "s", elapsed, never,
 			   progress->mig_left_out
 				   ? "; MIG instances do not count: CUDA shows a process only one MIG "
 				     "instance and no whole GPU beside it, so a job that needs several "
@@ -383,17 +607,24 @@ static int fail_busy(const struct gpurun_progress *progress, struct gpurun_error
 				   : "");
 }
 
-/* Ends the wait; a successful one hands its inotify descriptor on (see watch_fd). */
+/* Ends the wait; a successful one hands its inotify descriptor and its leases on (see
+ * watch_fd): they are the caller's, and no longer in flight. */
 static void close_waiter(struct waiter *waiter, struct gpurun_choice *choice, int status)
 {
 	if (waiter->queue_open)
 		queue_close(&waiter->queue);
-	if (waiter->notify_fd >= 0 && status == 0)
+	if (status == 0) {
+		for (size_t i = 0; i < choice->lease.count; i++)
+			in_flight_hand_over(choice->lease.fds[i]);
+	}
+	if (waiter->notify_fd >= 0 && status == 0) {
+		in_flight_hand_over(waiter->notify_fd);
 		choice->watch_fd = waiter->notify_fd;
-	else if (waiter->notify_fd >= 0)
-		close(waiter->notify_fd);
+	} else if (waiter->notify_fd >= 0) {
+		in_flight_close(waiter->notify_fd);
+	}
 	if (waiter->lock_dir_fd >= 0)
-		close(waiter->lock_dir_fd);
+		in_flight_close(waiter->lock_dir_fd);
 	gpurun_cuda_order_free(&waiter->cuda_order);
 	free(waiter->leased_seen);
 }
@@ -405,7 +636,6 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 				 .lock_dir_fd = -1, .notify_fd = -1, .lock_watch = -1,
 				 .ahead_watch = -1 };
 	struct gpurun_progress progress = { .attempts = request->attempts };
-	const char *mask = getenv("CUDA_VISIBLE_DEVICES");
 	/* A timeout alone means "wait, but not longer than this". */
 	unsigned attempts = request->timeout_s > 0 && request->attempts == 1
 				    ? GPURUN_ATTEMPTS_UNLIMITED : request->attempts;
@@ -421,10 +651,12 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	progress.attempts = attempts;
 	progress.wanted = gpurun_request_needed(request);
 	if (!request->no_lease) {
+		set_fork_handlers();
 		status = gpurun_lock_dir_open(waiter.lock_dir, &waiter.lock_dir_fd, err);
-		if (status == 0)
-			status = queue_open(&waiter.queue, waiter.lock_dir_fd, waiter.lock_dir,
-					    mask ? mask : "<all>", err);
+		if (status == 0) {
+			in_flight_add(waiter.lock_dir_fd);
+			status = queue_open(&waiter.queue, waiter.lock_dir_fd, waiter.lock_dir, err);
+		}
 		if (status != 0) {
 			close_waiter(&waiter, choice, status);
 			return status;
@@ -432,7 +664,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 		waiter.queue_open = true;
 		/* Watches are set before each look that needs them: no release goes unseen. */
 		if (may_wait)
-			waiter.notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+			waiter.notify_fd = open_notify();
 	}
 	for (;;) {
 		double now = monotonic_seconds();
@@ -444,7 +676,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 		progress.elapsed_s = monotonic_seconds() - start;
 		bool last = attempts != GPURUN_ATTEMPTS_UNLIMITED && progress.attempt >= attempts;
 		if (status != GPURUN_EXIT_BUSY || last || monotonic_seconds() >= deadline ||
-		    waiter.hopeless)
+		    waiter.hopeless || waiter.never_enough)
 			break;
 		if (progress_fn)
 			progress_fn(&progress, progress_context);
@@ -463,7 +695,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	if (status == 0)
 		write_holders(request, &choice->lease);
 	else if (status == GPURUN_EXIT_BUSY && !waiter.hopeless)
-		fail_busy(&progress, err);
+		fail_busy(&waiter, &progress, err);
 	if (progress_fn)
 		progress_fn(&progress, progress_context);
 	close_waiter(&waiter, choice, status);
@@ -548,6 +780,37 @@ void gpurun_choice_free(struct gpurun_choice *choice)
 	choice->watch_fd = -1;
 }
 
+/* Closes every descriptor but `kept`: with close_range (Linux 5.9), else one by one as
+ * /proc/self/fd lists them (read with getdents64: after fork, no allocation). */
+static void close_all_but(int kept)
+{
+#ifdef SYS_close_range
+	if ((kept == 0 || syscall(SYS_close_range, 0, kept - 1, 0) == 0) &&
+	    syscall(SYS_close_range, kept + 1, ~0U, 0) == 0)
+		return;
+#endif
+	char buffer[4096] __attribute__((aligned(8)));
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long length;
+
+	if (dir < 0)
+		return;
+	/* Closing while listing: the listing is of numbers, and each is closed once. */
+	while ((length = syscall(SYS_getdents64, dir, buffer, sizeof(buffer))) > 0) {
+		for (long at = 0; at < length;) {
+			const struct dirent64 *entry = (const struct dirent64 *)(buffer + at);
+			char *end;
+			long fd = strtol(entry->d_name, &end, 10);
+
+			if (*entry->d_name >= '0' && *entry->d_name <= '9' && !*end && fd != kept &&
+			    fd != dir)
+				close((int)fd);
+			at += entry->d_reclen;
+		}
+	}
+	close(dir);
+}
+
 void gpurun_choice_close_watch_detached(struct gpurun_choice *choice)
 {
 	int fd = choice->watch_fd;
@@ -560,11 +823,7 @@ void gpurun_choice_close_watch_detached(struct gpurun_choice *choice)
 	if (child == 0) {
 		if (fork() == 0) {
 			/* Nothing of the program's (a lease, a pipe) may outlive it in here. */
-#ifdef SYS_close_range
-			if (fd > 0)
-				syscall(SYS_close_range, 0, fd - 1, 0);
-			syscall(SYS_close_range, fd + 1, ~0U, 0);
-#endif
+			close_all_but(fd);
 			close(fd);
 		}
 		_exit(0);

@@ -385,7 +385,9 @@ void gpurun_lease_write_holder(int fd, char *const *command, int command_count);
 void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease);
 void gpurun_lease_release(struct gpurun_lease *lease);
 /* Fills leased/holder for every device whose lock is held by a live holder. Never blocks;
- * a record whose lock is not held is stale and ignored. */
+ * a record whose lock is not held is stale and ignored. A device already marked leased is
+ * left alone: mark the caller's own leases so, as looking at one with a lock of its own would
+ * drop it where flock is emulated with POSIX locks (NFS). */
 void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot);
 /* Parses a holder record (the lock file's text); 0 when it has at least a pid. */
 int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *holder);
@@ -401,6 +403,7 @@ struct gpurun_progress {
 	size_t leased_by_others;        /* available but leased by another job */
 	size_t busy;                    /* in the mask but not available by the thresholds */
 	size_t waiting_ahead;           /* older waiters for the same GPUs (0: our turn) */
+	bool measured;                  /* this look counted the GPUs (not when behind others) */
 	size_t mig_left_out;            /* available MIG instances a multi-GPU job cannot use */
 	double elapsed_s;
 	bool final;                     /* the last look: success or giving up */
@@ -427,6 +430,12 @@ struct gpurun_choice {
  * were available after every attempt, or another error status. progress may be NULL. */
 int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *progress,
 		   void *progress_context, struct gpurun_choice *choice, struct gpurun_error *err);
+/* For a child forked while another thread of its parent is in gpurun_acquire: closes the
+ * child's copies of that acquisition's descriptors (its place in line, its claims), which
+ * would otherwise outlive the parent. Only close(): safe in a pthread_atfork child handler.
+ * gpurun_acquire sets such a handler itself at its first call; calling this again is
+ * harmless. */
+void gpurun_acquire_forget_in_child(void);
 /* True when --cpu-fallback turns this gpurun_acquire failure into a run on the CPU: the GPUs
  * are busy, or there is no GPU at all (the same script on a laptop and on a GPU node). */
 bool gpurun_cpu_fallback_applies(int status);

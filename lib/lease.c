@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,44 +34,67 @@ const char *gpurun_lock_dir(const struct gpurun_request *request)
 	return GPURUN_DEFAULT_LOCK_DIR;
 }
 
-static int check_lock_dir(const char *lock_dir, int dir_fd, struct gpurun_error *err)
+int lease_check_shared_dir(const char *what, const char *path, int dir_fd,
+			   struct gpurun_error *err)
 {
 	struct stat st;
 
 	if (fstat(dir_fd, &st) != 0)
-		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "lock directory %s: %s", lock_dir,
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "%s %s: %s", what, path,
 				   strerror(errno));
-	/* Without the sticky bit anyone could delete or replace another user's lock files. */
+	/* Without the sticky bit anyone could delete or replace another user's files there. */
 	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
-				   "lock directory %s is world-writable without the sticky bit; "
-				   "fix: chmod 1777 %s", lock_dir, lock_dir);
+				   "%s %s is world-writable without the sticky bit; "
+				   "fix: chmod 1777 %s", what, path, path);
 	if (faccessat(dir_fd, ".", W_OK | X_OK, AT_EACCESS) != 0)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
-				   "cannot write lock directory %s (owner uid %u, mode %04o); "
+				   "cannot write %s %s (owner uid %u, mode %04o); "
 				   "fix: chmod 1777 %s, set GPURUN_LOCK_DIR, or use --no-lease",
-				   lock_dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
-				   lock_dir);
+				   what, path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+				   path);
 	return 0;
+}
+
+/* A name for a draft that no other process, in this PID namespace or another one sharing the
+ * directory, can be using: it is made with O_EXCL (or mkdir) and tried again when taken. */
+void lease_draft_name(char *name, size_t size, const char *prefix)
+{
+	unsigned long long random;
+
+	if (getrandom(&random, sizeof(random), GRND_NONBLOCK) != (ssize_t)sizeof(random)) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		random = ((unsigned long long)getpid() << 32) ^ (unsigned long long)now.tv_nsec ^
+			 ((unsigned long long)now.tv_sec << 20);
+	}
+	snprintf(name, size, "%s%016llx", prefix, random);
 }
 
 int lease_shared_dir_open(int parent_fd, const char *name)
 {
 	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-	char draft[PATH_MAX];
+	char prefix[PATH_MAX], draft[PATH_MAX];
 	int fd = openat(parent_fd, name, flags);
 
 	if (fd >= 0 || errno != ENOENT)
 		return fd;
-	/* Made under a name of our own, given its mode, then moved into place: nobody sees it
-	 * with the mode the umask gave it, and of two creators one wins and both use its. The
-	 * mode is set through a descriptor: a path could be swapped for a symlink meanwhile. */
-	if (snprintf(draft, sizeof(draft), "%s.new-%ld", name, (long)getpid()) >= (int)sizeof(draft)) {
+	if (snprintf(prefix, sizeof(prefix), "%s.new-", name) >= (int)sizeof(prefix) - 16) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	unlinkat(parent_fd, draft, AT_REMOVEDIR);       /* a draft a dead process left */
-	if (mkdirat(parent_fd, draft, 0700) != 0)
+	/* Made under a name of our own, given its mode, then moved into place: nobody sees it
+	 * with the mode the umask gave it, and of two creators one wins and both use its. The
+	 * mode is set through a descriptor: a path could be swapped for a symlink meanwhile. */
+	int made = -1;
+	for (int tries = 0; made != 0 && tries < 8; tries++) {
+		lease_draft_name(draft, sizeof(draft), prefix);
+		made = mkdirat(parent_fd, draft, 0700);
+		if (made != 0 && errno != EEXIST)
+			return -1;
+	}
+	if (made != 0)
 		return -1;
 	fd = openat(parent_fd, draft, flags);
 	if (fd >= 0 && fchmod(fd, 01777) == 0 &&
@@ -130,7 +154,7 @@ int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error 
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot open lock directory %s: %s",
 				   lock_dir, strerror(cause));
 	}
-	int status = check_lock_dir(lock_dir, fd, err);
+	int status = lease_check_shared_dir("lock directory", lock_dir, fd, err);
 	if (status != 0) {
 		close(fd);
 		return status;
@@ -142,7 +166,7 @@ int gpurun_lock_dir_open(const char *lock_dir, int *dir_fd, struct gpurun_error 
 /* The lock file's name: the UUID, which is stable across reboots and driver reloads and the
  * same for every user, with anything that is not safe in a file name replaced. A GPU without
  * one (an AMD board without unique_id) is named by its PCI address, which is as stable. */
-static void lock_file_name(const struct gpurun_device *device, char *name, size_t size)
+void lease_file_name(const struct gpurun_device *device, char *name, size_t size)
 {
 	const char *key = device->uuid;
 	char fallback[48];
@@ -164,25 +188,29 @@ static void lock_file_name(const struct gpurun_device *device, char *name, size_
 	memcpy(name + length, ".lock", sizeof(".lock"));
 }
 
-/* Opens an existing lock file, or creates it. O_CREAT is only used for a file that does not
- * exist: on kernels with fs.protected_regular, O_CREAT on another user's file in a sticky
- * directory fails even when its mode allows writing. */
+/* Opens an existing lock file for writing, or creates it. A lease is always held through a
+ * writable descriptor: its holder record can be written, and its release (the close) is the
+ * IN_CLOSE_WRITE that waiters wake on; a read-only one would leave a dead holder's record
+ * for --show and release its GPU unseen. O_CREAT is only used for a file that does not exist:
+ * on kernels with fs.protected_regular, O_CREAT on another user's file in a sticky directory
+ * fails even when its mode allows writing. The descriptor is registered as one in flight. */
 static int open_lock_file(int dir_fd, const char *name)
 {
-	const int flags = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+	const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+	struct stat st;
 
 	for (int tries = 0; tries < 8; tries++) {
-		int fd = openat(dir_fd, name, O_RDWR | flags);
-		if (fd >= 0)
+		int fd = in_flight_openat(dir_fd, name, flags, 0);
+		if (fd >= 0) {
+			/* Our own file that the umask or a hand narrowed: others must write it too. */
+			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+			    (st.st_mode & 0666) != 0666)
+				fchmod(fd, 0666);
 			return fd;
-		if (errno == EACCES) {
-			/* Someone else's file that we may not write: a read-only descriptor locks
-			 * just as well, we only cannot leave a holder record in it. */
-			return openat(dir_fd, name, O_RDONLY | flags);
 		}
 		if (errno != ENOENT)
 			return -1;
-		fd = openat(dir_fd, name, O_RDWR | O_CREAT | O_EXCL | flags, 0666);
+		fd = in_flight_openat(dir_fd, name, flags | O_CREAT | O_EXCL, 0666);
 		if (fd >= 0) {
 			fchmod(fd, 0666);       /* the umask must not lock other users out */
 			return fd;
@@ -194,20 +222,26 @@ static int open_lock_file(int dir_fd, const char *name)
 	return -1;
 }
 
-/* A shared, non-blocking lock succeeds exactly when nobody holds the lease. It is dropped at
- * once, and a claimant that meets it waits that instant out (lock_exclusive). */
+/* Takes a shared lock without blocking and drops it at once: 0 when granted (nobody holds the
+ * lease; observers may), 1 when an exclusive lock (a lease) refuses it, -1 with errno. */
+static int probe_shared(int fd)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+		return errno == EWOULDBLOCK ? 1 : -1;
+	flock(fd, LOCK_UN);
+	return 0;
+}
+
+/* A shared lock succeeds exactly when nobody holds the lease. It is held for an instant, and
+ * a claimant that meets it waits that instant out (lock_exclusive). */
 static bool lock_is_held(int fd)
 {
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(fd, LOCK_UN);
-		return false;
-	}
-	return errno == EWOULDBLOCK;
+	return probe_shared(fd) == 1;
 }
 
 /* Refuses what an attacker may plant where a lock file belongs: a symlink (ELOOP from
  * O_NOFOLLOW) or anything but a regular file (a FIFO would hang a reader, a device would be
- * worse). fd is what opening it gave (-1 and errno on failure); closed when refused. */
+ * worse). fd is what opening it gave (-1 and errno on failure); the caller closes it. */
 static int check_lock_file(int fd, const char *lock_dir, const char *name,
 			   struct gpurun_error *err)
 {
@@ -221,12 +255,10 @@ static int check_lock_file(int fd, const char *lock_dir, const char *name,
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot open lock file %s/%s: %s",
 				   lock_dir, name, strerror(errno));
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 				   "lock file %s/%s is not a regular file (fix: remove it)", lock_dir,
 				   name);
-	}
 	return 0;
 }
 
@@ -244,9 +276,9 @@ static int lock_exclusive(int fd)
 			return 0;
 		if (errno != EWOULDBLOCK)
 			return -1;
-		if (flock(fd, LOCK_SH | LOCK_NB) != 0)
-			return errno == EWOULDBLOCK ? 1 : -1;
-		flock(fd, LOCK_UN);
+		int held = probe_shared(fd);
+		if (held != 0)
+			return held;
 		if (tries == OBSERVER_RETRIES)
 			return 1;
 		nanosleep(&pause, NULL);
@@ -257,17 +289,26 @@ int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_devic
 		     int *fd_out, struct gpurun_error *err)
 {
 	char name[GPURUN_UUID_SIZE + 16];
+	struct stat st;
 
-	lock_file_name(device, name, sizeof(name));
+	lease_file_name(device, name, sizeof(name));
 	int fd = open_lock_file(dir_fd, name);
+	if (fd < 0 && errno == EACCES && fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
+				   "lock file %s/%s is not writable by this user (owner uid %u, mode "
+				   "%04o); fix: chmod 0666 it, or remove it", lock_dir, name,
+				   (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 	int status = check_lock_file(fd, lock_dir, name, err);
-	if (status != 0)
+	if (status != 0) {
+		if (fd >= 0)
+			in_flight_close(fd);
 		return status;
+	}
 	int locked = lock_exclusive(fd);
 	if (locked != 0) {
 		int cause = errno;
 
-		close(fd);
+		in_flight_close(fd);
 		if (locked == 1)
 			return 1;
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot lock %s/%s: %s", lock_dir,
@@ -282,15 +323,18 @@ int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_d
 {
 	char name[GPURUN_UUID_SIZE + 16];
 
-	lock_file_name(device, name, sizeof(name));
+	lease_file_name(device, name, sizeof(name));
 	/* Read-only and never created: looking must not look like a release to a waiter
 	 * (inotify reports only closes of writable descriptors to it). */
 	int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	int status = check_lock_file(fd, lock_dir, name, err);
-	if (status != 0)
+	if (status != 0) {
+		if (fd >= 0)
+			close(fd);
 		return status;
+	}
 	bool held = lock_is_held(fd);
 	close(fd);
 	return held ? 1 : 0;
@@ -346,11 +390,13 @@ void gpurun_lease_write_holder(int fd, char *const *command, int command_count)
 	record[length++] = '\n';
 	/* Overwrite, then cut what is left of a longer record: truncating to zero first costs a
 	 * quarter of a millisecond on ext4, which flushes a file rewritten that way at close.
-	 * A failed write leaves an unreadable record, which --show treats as unknown. */
+	 * A failed write (a full disk) leaves the previous holder's record: --show then names a
+	 * holder that is gone, a known limit of a best-effort record. */
 	struct stat st;
-	if (pwrite(fd, record, length, 0) == (ssize_t)length && fstat(fd, &st) == 0 &&
-	    st.st_size > (off_t)length && ftruncate(fd, (off_t)length) != 0)
+	if (pwrite(fd, record, length, 0) != (ssize_t)length || fstat(fd, &st) != 0)
 		return;
+	if (st.st_size > (off_t)length && ftruncate(fd, (off_t)length) != 0)
+		return;         /* the old record's tail stays after ours, read as noise */
 }
 
 int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *holder)
@@ -415,7 +461,7 @@ void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease)
 void gpurun_lease_release(struct gpurun_lease *lease)
 {
 	for (size_t i = 0; i < lease->count; i++)
-		close(lease->fds[i]);
+		in_flight_close(lease->fds[i]);
 	free(lease->fds);
 	lease->fds = NULL;
 	lease->count = 0;
@@ -443,7 +489,10 @@ void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot
 		char record[HOLDER_RECORD_SIZE];
 		struct stat st;
 
-		lock_file_name(device, name, sizeof(name));
+		if (device->leased)
+			continue;       /* the caller's own: see gpurun.h */
+
+		lease_file_name(device, name, sizeof(name));
 		int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0)
 			continue;

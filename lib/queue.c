@@ -16,41 +16,52 @@
 #include "lease_internal.h"
 #include "queue_internal.h"
 
-/* FNV-1a: the pool only has to tell different masks apart in file names. */
-static uint64_t pool_hash(const char *key)
+static int compare_names(const void *a, const void *b)
 {
-	uint64_t hash = 0xcbf29ce484222325ull;
-
-	for (; *key; key++) {
-		hash ^= (unsigned char)*key;
-		hash *= 0x100000001b3ull;
-	}
-	return hash;
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir, const char *pool_key,
+int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir,
 	       struct gpurun_error *err)
 {
-	struct stat st;
-
 	memset(queue, 0, sizeof(*queue));
+	queue->dir_fd = -1;
 	queue->ticket_fd = -1;
-	snprintf(queue->pool, sizeof(queue->pool), "%016llx",
-		 (unsigned long long)pool_hash(pool_key));
-	snprintf(queue->path, sizeof(queue->path), "%s/queue", lock_dir);
+	if (snprintf(queue->path, sizeof(queue->path), "%s/queue", lock_dir) >=
+	    (int)sizeof(queue->path))
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "lock directory %s: %s", lock_dir,
+				   strerror(ENAMETOOLONG));
 	queue->dir_fd = lease_shared_dir_open(lock_dir_fd, "queue");
 	if (queue->dir_fd < 0)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 				   "cannot open queue directory %s: %s (fix: remove it)", queue->path,
 				   errno == ELOOP ? "it is a symlink" : strerror(errno));
-	if (fstat(queue->dir_fd, &st) != 0 || ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))) {
-		close(queue->dir_fd);
+	in_flight_add(queue->dir_fd);
+	int status = lease_check_shared_dir("queue directory", queue->path, queue->dir_fd, err);
+	if (status != 0) {
+		in_flight_close(queue->dir_fd);
 		queue->dir_fd = -1;
-		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
-				   "queue directory %s is world-writable without the sticky bit; "
-				   "fix: chmod 1777 %s", queue->path, queue->path);
 	}
-	return 0;
+	return status;
+}
+
+/* FNV-1a over the sorted keys, each ended by a newline: the same set of GPUs, in any order and
+ * however the masks named it, is the same pool. */
+void queue_set_pool(struct queue *queue, char **device_keys, size_t count)
+{
+	uint64_t hash = 0xcbf29ce484222325ull;
+
+	if (count > 1)
+		qsort(device_keys, count, sizeof(*device_keys), compare_names);
+	for (size_t i = 0; i < count; i++) {
+		for (const char *c = device_keys[i];; c++) {
+			hash ^= (unsigned char)(*c ? *c : '\n');
+			hash *= 0x100000001b3ull;
+			if (!*c)
+				break;
+		}
+	}
+	snprintf(queue->pool, sizeof(queue->pool), "%016llx", (unsigned long long)hash);
 }
 
 /* A ticket is live while its waiter holds it: a shared lock succeeds only on a dead one. */
@@ -59,18 +70,14 @@ bool queue_ticket_is_live(const struct queue *queue, const char *name)
 	int fd = openat(queue->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	bool live;
 
+	/* One we may not open may well be alive: only a ticket that is gone is gone. */
 	if (fd < 0)
-		return false;
+		return errno != ENOENT;
 	live = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 	close(fd);
 	if (!live)
 		unlinkat(queue->dir_fd, name, 0);  /* its waiter died; only its owner may remove it */
 	return live;
-}
-
-static int compare_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 size_t queue_waiting_ahead(struct queue *queue)
@@ -128,29 +135,36 @@ size_t queue_waiting_ahead(struct queue *queue)
 
 int queue_join(struct queue *queue, struct gpurun_error *err)
 {
+	const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 	struct timespec now;
 	char draft[QUEUE_TICKET_SIZE];
+	int fd = -1;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	/* Zero-padded nanoseconds sort in arrival order; the pid makes the name unique. */
-	snprintf(queue->ticket, sizeof(queue->ticket), "%s-%020llu-%010ld", queue->pool,
-		 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
-		 (long)getpid());
 	/* The ticket is locked under a draft name and renamed into the line, so that no one
-	 * ever sees it unlocked and removes it as a dead waiter's. */
-	snprintf(draft, sizeof(draft), "draft-%010ld", (long)getpid());
-	unlinkat(queue->dir_fd, draft, 0);
-	int fd = openat(queue->dir_fd, draft, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			0644);
+	 * ever sees it unlocked and removes it as a dead waiter's. Neither name may depend on the
+	 * pid alone: waiters in other PID namespaces may share the directory. */
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		lease_draft_name(draft, sizeof(draft), "draft-");
+		fd = in_flight_openat(queue->dir_fd, draft, flags, 0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
 	if (fd < 0)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot join the queue in %s: %s",
 				   queue->path, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0 ||
+	clock_gettime(CLOCK_REALTIME, &now);
+	/* Zero-padded nanoseconds sort in arrival order; the draft's random part makes the name
+	 * unique. Readable by all whatever the umask: a ticket others cannot open would be taken
+	 * for a live one by them, but its owner's liveness could not be told. */
+	snprintf(queue->ticket, sizeof(queue->ticket), "%s-%020llu-%.16s", queue->pool,
+		 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
+		 draft + strlen("draft-"));
+	if (fchmod(fd, 0644) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
 	    renameat(queue->dir_fd, draft, queue->dir_fd, queue->ticket) != 0) {
 		int cause = errno;
 
-		close(fd);
 		unlinkat(queue->dir_fd, draft, 0);
+		in_flight_close(fd);
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot join the queue in %s: %s",
 				   queue->path, strerror(cause));
 	}
@@ -161,12 +175,13 @@ int queue_join(struct queue *queue, struct gpurun_error *err)
 void queue_close(struct queue *queue)
 {
 	if (queue->ticket_fd >= 0) {
-		/* Unlink first: the waiter behind us wakes on the deletion. */
+		/* Out of the line first, so that no newcomer counts us; the waiter behind us wakes
+		 * on the close (IN_CLOSE_WRITE). */
 		unlinkat(queue->dir_fd, queue->ticket, 0);
-		close(queue->ticket_fd);
+		in_flight_close(queue->ticket_fd);
 		queue->ticket_fd = -1;
 	}
 	if (queue->dir_fd >= 0)
-		close(queue->dir_fd);
+		in_flight_close(queue->dir_fd);
 	queue->dir_fd = -1;
 }

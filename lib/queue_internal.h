@@ -9,21 +9,23 @@
 
 #define QUEUE_TICKET_SIZE 64
 
-/* A waiter's place in line. Waiters for the same pool of GPUs (the same inherited
- * CUDA_VISIBLE_DEVICES) are served first come, first served: nobody claims a GPU of the pool
+/* A waiter's place in line. Waiters for the same pool of GPUs (the same set of devices the
+ * inherited masks allow, however they name it) are served first come, first served: nobody claims a GPU of the pool
  * while an older waiter for it is alive. A ticket is a file held with flock, so a waiter that
  * dies leaves the line at once. */
 struct queue {
 	int dir_fd;                     /* <lock dir>/queue */
 	char path[4096];
-	char pool[17];                  /* 16 hex digits naming the pool */
+	char pool[17];                  /* 16 hex digits naming the pool; "" until set */
 	int ticket_fd;                  /* -1 until joined */
 	char ticket[QUEUE_TICKET_SIZE];
 	char ahead[QUEUE_TICKET_SIZE];  /* the live ticket just ahead of ours; "" at the head */
 };
 
-int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir, const char *pool_key,
+int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir,
 	       struct gpurun_error *err);
+/* Names the pool after the devices a waiter may use (lease_file_name of each; sorted here). */
+void queue_set_pool(struct queue *queue, char **device_keys, size_t count);
 /* Counts the waiters ahead of us (all waiters of the pool before we join) and remembers the
  * nearest live one in queue->ahead; 0 exactly when no live waiter is ahead. */
 size_t queue_waiting_ahead(struct queue *queue);

@@ -185,24 +185,31 @@ EOF
 fi
 
 # --- fairness: a 2-GPU waiter is not starved by a stream of 1-GPU jobs -------------------------
-if timing_test "a --limit 2 waiter is served while 1-GPU jobs keep arriving (and no GPU is shared)"; then
-	cat >"$SCRATCH/two.fixture" <<'EOF'
-gpu
-gpu
-EOF
-	use_fixture "$SCRATCH/two.fixture"
+# fairness NAME [STREAM_MASK...]: 1-GPU jobs keep arriving (with CUDA_VISIBLE_DEVICES set to
+# each STREAM_MASK in turn, when given) while a --limit 2 job without a mask waits.
+fairness() {
+	local name=$1 i pid
+	local masks=("${@:2}")
+	stream_job() {
+		if [ ${#masks[@]} -gt 0 ]; then
+			CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=${masks[$((i % ${#masks[@]}))]} \
+				timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
+		else
+			timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
+		fi
+		stream_pids+=($!)
+	}
+	rm -f "$SCRATCH/stream.log" "$SCRATCH/waiter.log"
 	stream_pids=()
 	for i in $(seq 6); do
-		timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
-		stream_pids+=($!)
+		stream_job
 		sleep 0.1
 	done
 	waiter_launch=$EPOCHREALTIME
 	timeout 60 "$GPURUN" --wait --limit 2 "$RECORD_JOB" "$SCRATCH/waiter.log" 100 2>/dev/null &
 	waiter=$!
 	for i in $(seq 30); do  # the stream goes on: always a 1-GPU job arriving or waiting
-		timeout 60 "$GPURUN" --wait --limit 1 "$RECORD_JOB" "$SCRATCH/stream.log" 400 2>/dev/null &
-		stream_pids+=($!)
+		stream_job
 		sleep 0.1
 	done
 	stream_end=$EPOCHREALTIME
@@ -213,13 +220,21 @@ EOF
 	waited=$(awk -v a="$waiter_launch" -v b="$waiter_start" 'BEGIN { printf "%.2f", b - a }')
 	if [ "$waiter_status" = 0 ] && [ "$(cut -d' ' -f3 "$SCRATCH/waiter.log")" = "0,1" ] &&
 		within "$waiter_start" "$waiter_launch" "$stream_end" && within "$waited" 0 2.5; then
-		ok "a --limit 2 waiter gets both GPUs within ${waited} s while 1-GPU jobs keep arriving"
+		ok "$name (both GPUs within ${waited} s)"
 	else
-		not_ok "a --limit 2 waiter is served while 1-GPU jobs keep arriving" \
+		not_ok "$name" \
 			"status $waiter_status, waited $waited s, stream ended $(awk -v a="$waiter_launch" -v b="$stream_end" 'BEGIN { print b - a }') s after launch"
 	fi
 	result=$(python3 "$ROOT/tests/integration/check_overlap.py" <(cat "$SCRATCH/stream.log" "$SCRATCH/waiter.log") 37 2>&1)
 	if grep -q "no overlap" <<<"$result"; then ok "... and no GPU was shared meanwhile"; else not_ok "... and no GPU was shared meanwhile" "$result"; fi
+}
+FAIRNESS="a --limit 2 waiter is served while 1-GPU jobs keep arriving"
+FAIRNESS_MASKED="... also when they name the same GPUs in CUDA_VISIBLE_DEVICES (0,1 and 1,0)"
+if timing_test "$FAIRNESS (and no GPU is shared)"; then
+	printf 'gpu\ngpu\n' >"$SCRATCH/two.fixture"
+	use_fixture "$SCRATCH/two.fixture"
+	fairness "$FAIRNESS"
+	fairness "$FAIRNESS_MASKED" "0,1" "1,0"
 fi
 
 # --- waiting without inotify ----------------------------------------------------------------------
@@ -253,4 +268,172 @@ elif timing_test "$NO_INOTIFY_TEST"; then
 	else
 		not_ok "$NO_INOTIFY_TEST" "status $STATUS after $TOOK s (a waiter woken only by its 10 s interval takes longer)" "$ERR_TEXT"
 	fi
+fi
+
+# --- two GPUs held, waiters of different pools ----------------------------------------------------
+cat >"$SCRATCH/two.fixture" <<'EOF2'
+gpu
+gpu
+EOF2
+use_fixture "$SCRATCH/two.fixture"
+export CUDA_DEVICE_ORDER=PCI_BUS_ID     # integers in PCI order: no driver to ask
+# Holds both GPUs until killed; returns once they are held.
+hold_both() {
+	"$GPURUN" --limit 2 sleep 600 &
+	holder=$!
+	local i
+	for i in $(seq 200); do
+		"$GPURUN" --print >/dev/null 2>&1 || return 0
+		sleep 0.05
+	done
+	return 1
+}
+# CPU time (user + system, in clock ticks) a process has used.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# Each waiter at the head of its own line (CUDA_VISIBLE_DEVICES=0 and unset allow different
+# GPUs): a waiter's failed look must not wake the other, which would look and wake it back.
+if timing_test "two waiters of different pools use no CPU while the GPUs are held"; then
+	rm -f "$SCRATCH/pool-a.log" "$SCRATCH/pool-b.log"
+	hold_both
+	timeout 60 "$GPURUN" --wait --interval 30 "$RECORD_JOB" "$SCRATCH/pool-a.log" 100 2>/dev/null &
+	waiter_a=$!
+	CUDA_VISIBLE_DEVICES=0 timeout 60 "$GPURUN" --wait --interval 30 "$RECORD_JOB" "$SCRATCH/pool-b.log" 100 2>/dev/null &
+	waiter_b=$!
+	for i in $(seq 200); do  # both in line, each at the head of its own
+		[ "$(ls "$GPURUN_LOCK_DIR/queue" | grep -vc ^draft-)" = 2 ] && break
+		sleep 0.05
+	done
+	pid_a=$(pgrep -P "$waiter_a") pid_b=$(pgrep -P "$waiter_b")
+	before_a=$(cpu_ticks "$pid_a") before_b=$(cpu_ticks "$pid_b")
+	sleep 2
+	used_a=$(( $(cpu_ticks "$pid_a") - before_a )) used_b=$(( $(cpu_ticks "$pid_b") - before_b ))
+	if [ "$used_a" -le 10 ] && [ "$used_b" -le 10 ]; then
+		ok "two waiters of different pools use no CPU while the GPUs are held ($used_a and $used_b ticks in 2 s)"
+	else
+		not_ok "two waiters of different pools use no CPU while the GPUs are held" "$used_a and $used_b clock ticks in 2 s"
+	fi
+	start_clock
+	kill "$holder"
+	wait "$waiter_a" "$waiter_b"
+	waited=$(elapsed)
+	if [ -s "$SCRATCH/pool-a.log" ] && [ -s "$SCRATCH/pool-b.log" ] && within "$waited" 0 3; then
+		ok "... and both start as soon as the GPUs are released ($waited s)"
+	else
+		not_ok "... and both start as soon as the GPUs are released" "after $waited s: $(cat "$SCRATCH"/pool-?.log)"
+	fi
+fi
+
+# --- a request that can never be served ---------------------------------------------------------------
+run_timed timeout 20 "$GPURUN" --wait --limit 3 --print
+expect_error "--wait --limit 3 on a 2-GPU machine fails at once" 75 "wanted 3 GPUs, found 2 available .*waiting cannot help: the masks and --exclude leave 2 whole GPUs on this machine"
+expect_took "... without waiting" 0 5
+run_timed timeout 20 "$GPURUN" --wait --exclude 0,1 --print
+expect_error "--wait with every GPU excluded fails at once" 75 "wanted 1 GPU, found 0 available .*leave 0 GPUs on this machine"
+CUDA_VISIBLE_DEVICES=1 run timeout 20 "$GPURUN" --wait --limit 2 --print
+expect_error "... as does a --limit 2 waiter that its mask allows one GPU" 75 "leave 1 whole GPU on this machine"
+
+# A waiter behind another never counted the GPUs: its message must not say it found none.
+hold_both
+"$GPURUN" --wait --interval 30 true 2>/dev/null &
+head_waiter=$!
+for i in $(seq 200); do
+	[ -n "$(ls "$GPURUN_LOCK_DIR/queue")" ] && break
+	sleep 0.05
+done
+run "$GPURUN" --attempts 2 --interval 0.1 --print
+expect_error "a waiter behind another reports the line, not counts it never took" 75 \
+	"^gpurun: wanted 1 GPU, 1 waiting ahead for the same GPUs after 2 attempts"
+# The same GPUs named in another way, or not at all, are the same line.
+CUDA_VISIBLE_DEVICES="1,0" run "$GPURUN" --attempts 2 --interval 0.1 --print
+expect_error "CUDA_VISIBLE_DEVICES=1,0 waits in the same line as no mask at all" 75 "1 waiting ahead"
+CUDA_VISIBLE_DEVICES="0" run "$GPURUN" --attempts 2 --interval 0.1 --print
+expect_error "... but CUDA_VISIBLE_DEVICES=0 (other GPUs) in a line of its own" 75 "found 0 available \(1 leased by other jobs, 0 busy, 0 waiting ahead\)"
+kill "$holder" "$head_waiter"
+wait "$holder" "$head_waiter" 2>/dev/null
+
+# --- a child forked while its parent waits keeps nothing of the wait ------------------------------
+# A program under the preload library may fork while one of its threads waits in
+# gpurun_acquire; the child's copy of the parent's ticket would keep the parent's place in line
+# after the parent died, and block everyone behind it.
+hold_both
+for how in auto explicit; do
+	run timeout 60 "$BUILD/helpers/fork_while_waiting" "$BUILD/libgpurun.so" "$GPURUN_LOCK_DIR" \
+		"$how" "--wait --interval 30"
+	if [ "$how" = auto ]; then
+		expect "a child forked during an acquisition holds none of its descriptors" 0
+	else
+		expect "... also after gpurun_acquire_forget_in_child in the child" 0
+	fi
+done
+kill "$holder"
+wait "$holder" 2>/dev/null
+unset CUDA_DEVICE_ORDER
+
+# --- another user in the same lock directory ----------------------------------------------------------
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if command -v setpriv >/dev/null && command -v unshare >/dev/null && [ "$(id -u)" = 0 ] &&
+	as_nobody "$GPURUN" --version >/dev/null 2>&1 && unshare -pf true 2>/dev/null; then
+	chmod 0755 "$SCRATCH"
+	chmod 0644 "$SCRATCH/two.fixture"
+	use_fixture "$SCRATCH/two.fixture"
+	export CUDA_DEVICE_ORDER=PCI_BUS_ID
+	export GPURUN_LOCK_DIR=$SCRATCH/shared-locks
+	mkdir -m 1777 "$GPURUN_LOCK_DIR"
+	hold_both
+
+	# A waiter whose umask is 077: its ticket must still tell other users it is there.
+	(umask 077 && exec "$GPURUN" --wait --interval 30 true 2>/dev/null) &
+	private_waiter=$!
+	for i in $(seq 200); do
+		[ -n "$(ls "$GPURUN_LOCK_DIR/queue" 2>/dev/null | grep -v ^draft-)" ] && break
+		sleep 0.05
+	done
+	run as_nobody "$GPURUN" --attempts 2 --interval 0.1 --print
+	expect_error "the ticket of a waiter with umask 077 counts for other users" 75 "1 waiting ahead"
+	kill "$private_waiter"
+	wait "$private_waiter" 2>/dev/null
+
+	# Drafts named after the pid alone: in a PID namespace every gpurun is pid 1, and a draft
+	# another user left under that name could neither be removed nor replaced.
+	mkdir -p "$GPURUN_LOCK_DIR/queue"
+	chmod 1777 "$GPURUN_LOCK_DIR/queue"
+	touch "$GPURUN_LOCK_DIR/queue/draft-0000000001"
+	run unshare -pf setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$GPURUN" --attempts 2 --interval 0.05 --print
+	expect_error "a waiter that is pid 1 joins the line beside another user's draft of pid 1" 75 "found 0 available"
+	check "... and leaves that draft alone" test -e "$GPURUN_LOCK_DIR/queue/draft-0000000001"
+	mkdir -m 1777 "$SCRATCH/fresh-locks"
+	mkdir "$SCRATCH/fresh-locks/queue.new-1"
+	GPURUN_LOCK_DIR=$SCRATCH/fresh-locks run unshare -pf setpriv --reuid=65534 --regid=65534 \
+		--clear-groups "$GPURUN" --print
+	expect "... and creates the queue directory beside another user's draft of pid 1" 0 "0"
+	kill "$holder"
+	wait "$holder" 2>/dev/null
+
+	# A lock file another user narrowed to 0644: a lease through a read-only descriptor would
+	# leave the last holder's record and release unseen.
+	uuid0=$(awk '/^uuid / { print $2; exit }' "$SCRATCH/two.fixture")
+	[ -n "$uuid0" ] || uuid0=$("$GPURUN" --show --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["gpus"][0]["uuid"])')
+	chmod 0644 "$GPURUN_LOCK_DIR/$uuid0.lock"
+	run as_nobody "$GPURUN" --print --limit 2
+	expect "--print only looks: a lock file it cannot write does not matter" 0 "0,1"
+	run as_nobody "$GPURUN" true
+	expect_error "a lock file this user cannot write: a clear error" 77 "$uuid0.lock is not writable by this user \(owner uid 0, mode 0644\); fix: chmod 0666"
+	run "$GPURUN" true
+	check "its owner's next lease makes it writable again" test "$(stat -c %a "$GPURUN_LOCK_DIR/$uuid0.lock")" = 666
+
+	# A queue directory this user cannot write fails at once, saying so.
+	mkdir -m 1777 "$SCRATCH/closed-queue"
+	mkdir -m 0755 "$SCRATCH/closed-queue/queue"
+	GPURUN_LOCK_DIR=$SCRATCH/closed-queue run as_nobody "$GPURUN" --wait true
+	expect_error "a queue directory this user cannot write: a clear error at once" 77 "cannot write queue directory.*closed-queue/queue"
+	export GPURUN_LOCK_DIR=$SCRATCH/locks
+	unset CUDA_DEVICE_ORDER
+else
+	for name in "the ticket of a waiter with umask 077 counts for other users" \
+		"drafts of pid 1 in PID namespaces" "a lock file this user cannot write" \
+		"a queue directory this user cannot write"; do
+		skip "$name" "needs root, setpriv and unshare to run as another user in a PID namespace"
+	done
 fi

@@ -219,6 +219,26 @@ static void a_new_holder_record_replaces_the_old_one_whole(void **state)
 	assert_string_equal(holder.command, "sh");
 }
 
+/* On NFS, flock is emulated with POSIX locks, which belong to the process: a look at our own
+ * lease (a shared lock, then an unlock) would drop it. A device marked leased is not looked at. */
+static void inspecting_leaves_a_device_marked_leased_alone(void **state)
+{
+	(void)state;
+	struct gpurun_snapshot snapshot = { .devices = &device, .count = 1 };
+	int lease = hold(LOCK_EX);
+
+	device.leased = true;
+	device.holder.pid = 42;
+	assert_int_equal(write(lease, "pid=7\n", 6), 6);
+	gpurun_lease_inspect(lock_dir, &snapshot);
+	assert_int_equal(device.holder.pid, 42);
+	device.leased = false;
+	gpurun_lease_inspect(lock_dir, &snapshot);
+	assert_true(device.leased);
+	assert_int_equal(device.holder.pid, 7);
+	close(lease);
+}
+
 /* The lock directory and its queue are made by whoever comes first, often many jobs at once
  * after a reboot emptied /tmp: every one of them must get the directory, and none may see it
  * with the mode its creator's umask gave it (another user could not write it). */
@@ -282,6 +302,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(observing_refuses_a_planted_symlink_or_fifo,
 						make_lock_dir, remove_lock_dir),
 		cmocka_unit_test_setup_teardown(a_new_holder_record_replaces_the_old_one_whole,
+						make_lock_dir, remove_lock_dir),
+		cmocka_unit_test_setup_teardown(inspecting_leaves_a_device_marked_leased_alone,
 						make_lock_dir, remove_lock_dir),
 		cmocka_unit_test_setup_teardown(many_creators_at_once_all_get_the_shared_directory,
 						make_lock_dir, remove_lock_dir),
