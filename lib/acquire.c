@@ -84,7 +84,6 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const bool *al
 static pthread_mutex_t in_flight_lock = PTHREAD_MUTEX_INITIALIZER;
 static int *in_flight;
 static size_t in_flight_count, in_flight_room;
-static int fork_handlers_set;
 
 static void lock_in_flight_before_fork(void)
 {
@@ -104,11 +103,17 @@ static void forget_in_flight_in_child(void)
 
 /* At the first acquisition, not at load: a program under the preload library without
  * GPURUN_OPTIONS must see no allocation from us. */
+static void register_fork_handlers(void)
+{
+	pthread_atfork(lock_in_flight_before_fork, unlock_in_flight_after_fork,
+		       forget_in_flight_in_child);
+}
+
 static void set_fork_handlers(void)
 {
-	if (!__atomic_exchange_n(&fork_handlers_set, 1, __ATOMIC_ACQ_REL))
-		pthread_atfork(lock_in_flight_before_fork, unlock_in_flight_after_fork,
-			       forget_in_flight_in_child);
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, register_fork_handlers);
 }
 
 /* Under in_flight_lock. A list that cannot grow leaves the descriptor unlisted: a child

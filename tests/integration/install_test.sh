@@ -40,7 +40,7 @@ check "libgpurun.so has the soname libgpurun.so.0 (got '$soname'), libgpurun.so 
 foreign=$(nm -D --defined-only "$LIBDIR/libgpurun.so" | awk '$2 ~ /[TDBR]/ && $3 !~ /^gpurun_/ { print $3 }' | tr '\n' ' ')
 check "libgpurun.so exports only gpurun_* (others: '$foreign')" test -z "$foreign"
 exported=$(nm -D --defined-only "$LIBDIR/libgpurun-preload.so" | awk '{ print $NF }' | sort | tr '\n' ' ')
-check "the installed preload library exports only its hooks ($exported)" test "$exported" = "cuInit dlopen "
+check "the installed preload library exports only its hooks ($exported)" test "$exported" = "$PRELOAD_HOOKS"
 
 # The installed gpurun: its version, and --lazy finds the preload library through the
 # compiled-in LIBDIR (there is none beside bin/ or in ../lib).

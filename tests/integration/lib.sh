@@ -17,6 +17,8 @@ if [ -n "${GPURUN_UNDER:-}" ]; then
 fi
 FAKES=$BUILD/fakes
 FIXTURES=$ROOT/tests/fixtures
+# What the preload library may export (nm -D --defined-only, sorted): its hooks, nothing else.
+PRELOAD_HOOKS="cuGetProcAddress cuGetProcAddress_v2 cuInit dlopen "
 EXPECTED=$ROOT/tests/integration/expected
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-test.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT

@@ -94,11 +94,10 @@ CHOSEN_3='CUDA_VISIBLE_DEVICES=3 CUDA_DEVICE_ORDER=PCI_BUS_ID'
 
 # --- what the library exports -------------------------------------------------------------------
 exported=$(nm -D --defined-only "$PRELOAD" | awk '{ print $NF }' | sort | tr '\n' ' ')
-hooks="cuGetProcAddress cuGetProcAddress_v2 cuInit dlopen "
-if [ "$exported" = "$hooks" ]; then
-	ok "the library exports only its hooks ($hooks)"
+if [ "$exported" = "$PRELOAD_HOOKS" ]; then
+	ok "the library exports only its hooks ($PRELOAD_HOOKS)"
 else
-	not_ok "the library exports only its hooks ($hooks)" "exports: $exported"
+	not_ok "the library exports only its hooks ($PRELOAD_HOOKS)" "exports: $exported"
 fi
 # Each library it needs is loaded into every program it is preloaded into (a sanitizer build
 # brings its runtimes too).
