@@ -63,15 +63,20 @@ static unsigned wanted_count(const struct gpurun_request *request, size_t availa
 	return request->limit;
 }
 
+/* Busy: the job's vendor's, in the mask, not excluded (those the user left out are neither),
+ * yet not available. */
 static void count_devices(const struct gpurun_snapshot *snapshot, const bool *allowed,
-			  size_t available, struct gpurun_progress *progress)
+			  const struct gpurun_request *request, size_t available,
+			  struct gpurun_progress *progress)
 {
-	size_t in_mask = 0;
+	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, allowed, request);
+	size_t in_play = 0;
 
 	for (size_t i = 0; i < snapshot->count; i++)
-		in_mask += allowed[i];
+		in_play += allowed[i] && snapshot->devices[i].vendor == vendor &&
+			   !gpurun_device_excluded(&snapshot->devices[i], request);
 	progress->available = available;
-	progress->busy = in_mask - available;
+	progress->busy = in_play > available ? in_play - available : 0;
 }
 
 /* ---- descriptors in flight ----------------------------------------------------------------- */
@@ -404,7 +409,7 @@ static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
 	*available = gpurun_select(snapshot, allowed, waiter->request, candidates);
 	*available = gpurun_select_vendor(snapshot, allowed, waiter->request, candidates, *available);
-	count_devices(snapshot, allowed, *available, progress);
+	count_devices(snapshot, allowed, waiter->request, *available, progress);
 	free(allowed);
 	return 0;
 }

@@ -346,9 +346,12 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
 size_t gpurun_select(const struct gpurun_snapshot *snapshot, const bool *allowed,
 		     const struct gpurun_request *request, size_t *candidates);
 
-/* One hand-off names one vendor's GPUs. Keeps in candidates[] (as gpurun_select ordered them)
- * only NVIDIA devices where `allowed` (NULL: all) and --exclude leave any NVIDIA device at all,
- * busy or not; else only AMD devices. Returns how many are left. */
+/* One hand-off names one vendor's GPUs: NVIDIA's where `allowed` (NULL: all) and --exclude
+ * leave any NVIDIA device at all, busy or not; else AMD's. */
+enum gpurun_vendor gpurun_job_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
+				      const struct gpurun_request *request);
+/* Keeps in candidates[] (as gpurun_select ordered them) only the devices of the job's vendor.
+ * Returns how many are left. */
 size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
 			    const struct gpurun_request *request, size_t *candidates, size_t count);
 

@@ -38,7 +38,8 @@ run "$GPURUN" --print --exclude "$UUID2"
 expect "--exclude by UUID" 0 "3"
 
 run "$GPURUN" --print --exclude "2,$UUID3"
-expect_error "--exclude index and UUID together leaves nothing: exit 75" 75 "wanted 1 GPU, found 0"
+expect_error "--exclude index and UUID together leaves nothing: exit 75, the excluded not called busy" 75 \
+	"wanted 1 GPU, found 0 available \(0 leased by other jobs, 2 busy,"
 
 run "$GPURUN" --print --max-memory 0.51
 expect "--max-memory 0.51 admits GPU1 (50.05 % used)" 0 "1"
