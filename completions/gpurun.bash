@@ -22,6 +22,8 @@ _gpurun()
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		--) break ;;
+		# --watch's value is optional: a duration after it is its own, not the command.
+		--watch) ((i + 1 < cword)) && [[ ${words[i + 1]} =~ ^[0-9.]+[smhd]?$ ]] && ((i++)) ;;
 		-*) [[ $with_value == *" ${words[i]} "* ]] && ((i++)) ;;
 		*) break ;;
 		esac
@@ -38,7 +40,7 @@ _gpurun()
 	case $prev in
 	--order) COMPREPLY=($(compgen -W 'first last random load memory free' -- "$cur")); return ;;
 	--source) COMPREPLY=($(compgen -W 'auto nvml nvidia-smi amdgpu' -- "$cur")); return ;;
-	--vendor) COMPREPLY=($(compgen -W 'nvidia amd' -- "$cur")); return ;;
+	--vendor) COMPREPLY=($(compgen -W 'nvidia amd any' -- "$cur")); return ;;
 	--limit) COMPREPLY=($(compgen -W 'all 1 2 4 8' -- "$cur")); return ;;
 	--lock-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--preload-lib) COMPREPLY=($(compgen -f -- "$cur")); return ;;

@@ -113,6 +113,11 @@ completed=$(bash -c "source '$PREFIX/share/bash-completion/completions/gpurun'
 	COMP_WORDS=(gpurun --order m); COMP_CWORD=2; _gpurun; printf '%s ' \"\${COMPREPLY[@]}\"" 2>&1)
 check "bash completion: --ord → --order, --order m → memory (got '$completed')" \
 	test "$completed" = "--order memory "
+completed=$(bash -c "source '$PREFIX/share/bash-completion/completions/gpurun'
+	COMP_WORDS=(gpurun --vendor a); COMP_CWORD=2; _gpurun; printf '%s ' \"\${COMPREPLY[@]}\"
+	COMP_WORDS=(gpurun --show --watch 5 --wi); COMP_CWORD=4; _gpurun; printf '%s ' \"\${COMPREPLY[@]}\"" 2>&1)
+check "bash completion: --vendor a → amd any, --watch 5 is no command (got '$completed')" \
+	test "$completed" = "amd any --wide "
 if command -v zsh >/dev/null; then
 	check "zsh completion parses" zsh -n "$PREFIX/share/zsh/site-functions/_gpurun"
 else
