@@ -7,6 +7,7 @@ MANDIR ?= $(PREFIX)/share/man
 DATADIR ?= $(PREFIX)/share
 BASH_COMPLETION_DIR ?= $(DATADIR)/bash-completion/completions
 ZSH_COMPLETION_DIR ?= $(DATADIR)/zsh/site-functions
+TMPFILES_DIR ?= $(PREFIX)/lib/tmpfiles.d
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
 VERSION := $(shell sed -n 's/^\#define GPURUN_VERSION "\(.*\)"/\1/p' lib/gpurun.h)
@@ -159,7 +160,7 @@ bench: all $(FAKES) $(HELPERS) $(BENCH_BIN)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BASH_COMPLETION_DIR) \
-		$(DESTDIR)$(ZSH_COMPLETION_DIR)
+		$(DESTDIR)$(ZSH_COMPLETION_DIR) $(DESTDIR)$(TMPFILES_DIR)
 	install -m 755 $(B)/gpurun $(DESTDIR)$(BINDIR)/gpurun
 	install -m 755 $(B)/libgpurun-preload.so $(DESTDIR)$(LIBDIR)/libgpurun-preload.so
 	install -m 755 $(B)/libgpurun.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libgpurun.so.$(VERSION)
@@ -171,6 +172,7 @@ install: all
 	install -m 644 gpurun.1 $(DESTDIR)$(MANDIR)/man1/gpurun.1
 	install -m 644 completions/gpurun.bash $(DESTDIR)$(BASH_COMPLETION_DIR)/gpurun
 	install -m 644 completions/_gpurun $(DESTDIR)$(ZSH_COMPLETION_DIR)/_gpurun
+	install -m 644 tmpfiles/gpurun.conf $(DESTDIR)$(TMPFILES_DIR)/gpurun.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpurun $(DESTDIR)$(LIBDIR)/libgpurun-preload.so \
@@ -178,7 +180,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libgpurun.so $(DESTDIR)$(LIBDIR)/libgpurun.a \
 		$(DESTDIR)$(INCLUDEDIR)/gpurun.h $(DESTDIR)$(PKGCONFIGDIR)/gpurun.pc \
 		$(DESTDIR)$(MANDIR)/man1/gpurun.1 $(DESTDIR)$(BASH_COMPLETION_DIR)/gpurun \
-		$(DESTDIR)$(ZSH_COMPLETION_DIR)/_gpurun
+		$(DESTDIR)$(ZSH_COMPLETION_DIR)/_gpurun $(DESTDIR)$(TMPFILES_DIR)/gpurun.conf
 
 # `make deb`: a Debian package of an install into /usr, built with dpkg-deb alone
 # (build-deb/gpurun_VERSION_ARCH.deb; tests/integration/package_test.sh installs it).

@@ -28,7 +28,8 @@ missing=""
 for file in "$PREFIX/bin/gpurun" "$LIBDIR/libgpurun-preload.so" "$LIBDIR/libgpurun.so.$VERSION" \
 	"$LIBDIR/libgpurun.so.0" "$LIBDIR/libgpurun.so" "$LIBDIR/libgpurun.a" \
 	"$PREFIX/include/gpurun.h" "$LIBDIR/pkgconfig/gpurun.pc" "$PREFIX/share/man/man1/gpurun.1" \
-	"$PREFIX/share/bash-completion/completions/gpurun" "$PREFIX/share/zsh/site-functions/_gpurun"; do
+	"$PREFIX/share/bash-completion/completions/gpurun" "$PREFIX/share/zsh/site-functions/_gpurun" \
+	"$PREFIX/lib/tmpfiles.d/gpurun.conf"; do
 	[ -e "$file" ] || missing+=" $file"
 done
 check "every file is installed where PREFIX and LIBDIR say${missing:+ (missing:$missing)}" test -z "$missing"
@@ -123,6 +124,19 @@ if command -v zsh >/dev/null; then
 else
 	skip "zsh completion parses" "zsh is not installed"
 fi
+
+# The tmpfiles.d rule: systemd-tmpfiles makes the lock directory as gpurun does (root's, 1777),
+# and the rule keeps /tmp's cleaning out of it.
+if command -v systemd-tmpfiles >/dev/null; then
+	mkdir -p "$SCRATCH/boot/tmp"
+	systemd-tmpfiles --create --root="$SCRATCH/boot" "$PREFIX/lib/tmpfiles.d/gpurun.conf" \
+		>"$SCRATCH/tmpfiles.log" 2>&1
+	made=$(stat -c '%a %U' "$SCRATCH/boot/tmp/gpurun" 2>/dev/null)
+	check "systemd-tmpfiles makes /tmp/gpurun root's, mode 1777 (got '$made')" test "$made" = "1777 root"
+else
+	skip "systemd-tmpfiles makes /tmp/gpurun root's, mode 1777" "systemd-tmpfiles is not installed"
+fi
+check "... and the rule excludes it from cleaning" grep -qx 'x /tmp/gpurun' "$PREFIX/lib/tmpfiles.d/gpurun.conf"
 
 # make uninstall removes every file it installed (the directories may stay, as usual).
 nested_make uninstall >"$SCRATCH/uninstall.log" 2>&1

@@ -34,10 +34,10 @@ missing=""
 for path in ./usr/bin/gpurun ./usr/lib/libgpurun-preload.so ./usr/lib/libgpurun.so.0 \
 	./usr/lib/libgpurun.a ./usr/include/gpurun.h ./usr/lib/pkgconfig/gpurun.pc \
 	./usr/share/man/man1/gpurun.1.gz ./usr/share/bash-completion/completions/gpurun \
-	./usr/share/zsh/site-functions/_gpurun; do
+	./usr/share/zsh/site-functions/_gpurun ./usr/lib/tmpfiles.d/gpurun.conf; do
 	grep -qx -- "$path" <<<"$contents" || missing+=" $path"
 done
-check "the package holds the command, both libraries, the header, pkg-config, man page and completions${missing:+ (missing:$missing)}" \
+check "the package holds the command, both libraries, the header, pkg-config, man page, completions and the tmpfiles.d rule${missing:+ (missing:$missing)}" \
 	test -z "$missing"
 
 if ! dpkg -i "$deb" >"$SCRATCH/dpkg.log" 2>&1; then
