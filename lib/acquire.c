@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_internal.h"
 #include "gpurun.h"
+#include "in_flight_internal.h"
 #include "lease_internal.h"
 #include "queue_internal.h"
 
@@ -48,14 +49,6 @@ struct waiter {
 	size_t possible;                /* how many they leave (whole GPUs for several) */
 };
 
-static double monotonic_seconds(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 static unsigned wanted_count(const struct gpurun_request *request, size_t available)
 {
 	if (request->limit == GPURUN_LIMIT_ALL)
@@ -77,116 +70,6 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const bool *al
 			   !gpurun_device_excluded(&snapshot->devices[i], request);
 	progress->available = available;
 	progress->busy = in_play > available ? in_play - available : 0;
-}
-
-/* ---- descriptors in flight ----------------------------------------------------------------- */
-
-/* Every descriptor an acquisition holds open, so that a child forked meanwhile by another
- * thread (a program under the preload library) closes its copies: a copy of a ticket or of a
- * claimed lock file holds that lock as well, and would keep a dead parent's place in line. The
- * list's lock is held across fork (pthread_atfork), so a child finds the list whole, and no
- * descriptor that will hold a lock exists unlisted (in_flight_openat). */
-static pthread_mutex_t in_flight_lock = PTHREAD_MUTEX_INITIALIZER;
-static int *in_flight;
-static size_t in_flight_count, in_flight_room;
-
-static void lock_in_flight_before_fork(void)
-{
-	pthread_mutex_lock(&in_flight_lock);
-}
-
-static void unlock_in_flight_after_fork(void)
-{
-	pthread_mutex_unlock(&in_flight_lock);
-}
-
-static void forget_in_flight_in_child(void)
-{
-	gpurun_acquire_forget_in_child();
-	pthread_mutex_unlock(&in_flight_lock);
-}
-
-/* At the first acquisition, not at load: a program under the preload library without
- * GPURUN_OPTIONS must see no allocation from us. */
-static void register_fork_handlers(void)
-{
-	pthread_atfork(lock_in_flight_before_fork, unlock_in_flight_after_fork,
-		       forget_in_flight_in_child);
-}
-
-static void set_fork_handlers(void)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, register_fork_handlers);
-}
-
-/* Under in_flight_lock. A list that cannot grow leaves the descriptor unlisted: a child
- * would keep its copy, as before there was a list. */
-static void list_in_flight(int fd)
-{
-	if (in_flight_count == in_flight_room) {
-		size_t room = in_flight_room ? in_flight_room * 2 : 16;
-		int *bigger = realloc(in_flight, room * sizeof(*bigger));
-		if (!bigger)
-			return;
-		in_flight = bigger;
-		in_flight_room = room;
-	}
-	in_flight[in_flight_count++] = fd;
-}
-
-static void unlist_in_flight(int fd)
-{
-	for (size_t i = 0; i < in_flight_count; i++) {
-		if (in_flight[i] == fd) {
-			in_flight[i] = in_flight[--in_flight_count];
-			return;
-		}
-	}
-}
-
-int in_flight_openat(int dir_fd, const char *name, int flags, mode_t mode)
-{
-	pthread_mutex_lock(&in_flight_lock);
-	int fd = openat(dir_fd, name, flags, mode);
-	int cause = errno;
-	if (fd >= 0)
-		list_in_flight(fd);
-	pthread_mutex_unlock(&in_flight_lock);
-	errno = cause;
-	return fd;
-}
-
-void in_flight_add(int fd)
-{
-	pthread_mutex_lock(&in_flight_lock);
-	list_in_flight(fd);
-	pthread_mutex_unlock(&in_flight_lock);
-}
-
-/* Closed under the lock: a number closed but still listed could be another thread's next
- * descriptor, which a child would close. */
-void in_flight_close(int fd)
-{
-	pthread_mutex_lock(&in_flight_lock);
-	unlist_in_flight(fd);
-	close(fd);
-	pthread_mutex_unlock(&in_flight_lock);
-}
-
-void in_flight_hand_over(int fd)
-{
-	pthread_mutex_lock(&in_flight_lock);
-	unlist_in_flight(fd);
-	pthread_mutex_unlock(&in_flight_lock);
-}
-
-void gpurun_acquire_forget_in_child(void)
-{
-	for (size_t i = 0; i < in_flight_count; i++)
-		close(in_flight[i]);
-	in_flight_count = 0;
 }
 
 /* inotify_init1 for a waiter, listed as in flight. */
@@ -661,7 +544,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 	progress.attempts = attempts;
 	progress.wanted = gpurun_request_needed(request);
 	if (!request->no_lease) {
-		set_fork_handlers();
+		in_flight_watch_forks();
 		status = gpurun_lock_dir_open(waiter.lock_dir, &waiter.lock_dir_fd, err);
 		if (status == 0) {
 			in_flight_add(waiter.lock_dir_fd);

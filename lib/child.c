@@ -3,20 +3,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "child_internal.h"
+#include "clock_internal.h"
 
 /* How long a killed child may take to go. */
 #define CHILD_KILL_GRACE_S 2.0
-
-double child_clock_now(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
 
 bool child_wait_until(pid_t pid, double deadline, int *wait_status)
 {
@@ -29,7 +21,7 @@ bool child_wait_until(pid_t pid, double deadline, int *wait_status)
 			*wait_status = 0;
 			return true;
 		}
-		if (child_clock_now() >= deadline)
+		if (monotonic_seconds() >= deadline)
 			return false;
 		poll(NULL, 0, 1);
 	}
@@ -40,5 +32,5 @@ void child_kill_and_reap(pid_t pid, bool group)
 	int ignored;
 
 	kill(group ? -pid : pid, SIGKILL);
-	child_wait_until(pid, child_clock_now() + CHILD_KILL_GRACE_S, &ignored);
+	child_wait_until(pid, monotonic_seconds() + CHILD_KILL_GRACE_S, &ignored);
 }

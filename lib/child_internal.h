@@ -7,11 +7,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* CLOCK_MONOTONIC in seconds: deadlines that a change of the wall clock cannot move. */
-double child_clock_now(void);
-
 /* Reaps pid, returning true with its wait status, or false once the deadline (a
- * child_clock_now value) has passed. A child that a host program's SIGCHLD handler reaped
+ * monotonic_seconds value) has passed. A child that a host program's SIGCHLD handler reaped
  * first counts as exited with status 0. */
 bool child_wait_until(pid_t pid, double deadline, int *wait_status);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "child_internal.h"
+#include "clock_internal.h"
 #include "gpurun.h"
 
 /* The driver ABI (shared/reference/nvml-cuda-abi.md): CUresult is an int, 0 is success. */
@@ -121,12 +122,12 @@ static char *read_report(int in, double timeout_s, bool *timed_out)
 {
 	size_t size = 4096, used = 0;
 	char *text = malloc(size);
-	double deadline = child_clock_now() + timeout_s;
+	double deadline = monotonic_seconds() + timeout_s;
 
 	*timed_out = false;
 	while (text) {
 		struct pollfd readable = { .fd = in, .events = POLLIN };
-		double left = deadline - child_clock_now();
+		double left = deadline - monotonic_seconds();
 		int ready;
 		ssize_t got;
 
@@ -234,7 +235,7 @@ void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun
 	close(pipe_fds[0]);
 	/* Once it has said all (or failed to), it has nothing left to do but exit; one that lingers
 	 * in the driver's teardown is not waited for past a short grace. */
-	if (timed_out || !child_wait_until(child, child_clock_now() + CHILD_EXIT_GRACE_S, &ignored))
+	if (timed_out || !child_wait_until(child, monotonic_seconds() + CHILD_EXIT_GRACE_S, &ignored))
 		child_kill_and_reap(child, false);
 	if (timed_out)
 		snprintf(order->failure, sizeof(order->failure),

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "gpurun.h"
+#include "in_flight_internal.h"
 #include "lease_internal.h"
 
 #define HOLDER_RECORD_SIZE 1024

@@ -21,14 +21,4 @@ void lease_draft_name(char *name, size_t size, const char *prefix);
 /* The lock file's name of a device: what identifies the GPU to every user of the directory. */
 void lease_file_name(const struct gpurun_device *device, char *name, size_t size);
 
-/* Descriptors of acquisitions in flight (acquire.c), which a child forked meanwhile closes
- * (gpurun_acquire_forget_in_child). A descriptor that will hold a lock is opened and listed at
- * once (in_flight_openat), so no fork falls between; others are listed after the fact. */
-int in_flight_openat(int dir_fd, const char *name, int flags, mode_t mode);
-void in_flight_add(int fd);
-/* Closes a descriptor, listed or not, and takes it off the list. */
-void in_flight_close(int fd);
-/* Takes a descriptor off the list without closing it: the caller keeps it. */
-void in_flight_hand_over(int fd);
-
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "child_internal.h"
+#include "clock_internal.h"
 #include "gpurun.h"
 
 extern char **environ;
@@ -270,7 +271,7 @@ struct smi_output {
 
 static int milliseconds_until(double deadline)
 {
-	double left = deadline - child_clock_now();
+	double left = deadline - monotonic_seconds();
 
 	/* --smi-timeout takes any duration; poll's int of milliseconds holds 24 days. */
 	return left <= 0 ? 0 : left > 86400 ? 86400 * 1000 : (int)ceil(left * 1000);
@@ -450,7 +451,7 @@ int gpurun_probe_smi(double timeout_s, struct gpurun_snapshot *snapshot, struct 
 		close(out_pipe[1]);
 		return status;
 	}
-	double deadline = child_clock_now() + timeout_s;
+	double deadline = monotonic_seconds() + timeout_s;
 	status = spawn_smi(program, out_pipe[1], err_pipe[1], &pid, err);
 	close(out_pipe[1]);
 	close(err_pipe[1]);

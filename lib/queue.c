@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "in_flight_internal.h"
 #include "lease_internal.h"
 #include "queue_internal.h"
 

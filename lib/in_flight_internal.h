@@ -1,0 +1,23 @@
+/* in_flight_internal.h: the descriptors an acquisition holds open (queue ticket, claimed lock
+ * files, lock directory, inotify), listed so that a child forked meanwhile by another thread (a
+ * program under the preload library) closes its copies: a copy of a ticket or of a claimed lock
+ * file holds that lock as well, and would keep a dead parent's place in line or a GPU. */
+#ifndef GPURUN_IN_FLIGHT_INTERNAL_H
+#define GPURUN_IN_FLIGHT_INTERNAL_H
+
+#include <sys/types.h>
+
+/* Registers the fork handlers (once) that close the listed descriptors in a child. Called at
+ * the first acquisition, not at load: a program under the preload library without
+ * GPURUN_OPTIONS must see no allocation from us. */
+void in_flight_watch_forks(void);
+/* A descriptor that will hold a lock is opened and listed at once, so no fork falls between. */
+int in_flight_openat(int dir_fd, const char *name, int flags, mode_t mode);
+/* Lists a descriptor opened otherwise (after the fact). */
+void in_flight_add(int fd);
+/* Closes a descriptor, listed or not, and takes it off the list. */
+void in_flight_close(int fd);
+/* Takes a descriptor off the list without closing it: the caller keeps it. */
+void in_flight_hand_over(int fd);
+
+#endif
