@@ -269,6 +269,20 @@ static size_t take_in_order(struct waiter *waiter, const size_t *candidates, siz
 	return taken;
 }
 
+/* Which devices the inherited masks allow (ROCR_VISIBLE_DEVICES too), in a new array: NULL
+ * when out of memory. */
+static bool *allowed_devices(const struct gpurun_choice *choice)
+{
+	const struct gpurun_snapshot *snapshot = &choice->snapshot;
+	bool *allowed = malloc((snapshot->count > 0 ? snapshot->count : 1) * sizeof(*allowed));
+
+	if (allowed) {
+		memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
+		gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
+	}
+	return allowed;
+}
+
 /* The GPUs this look may hand out, best first, into candidates (*available of them): inside
  * the inherited masks, available by the request's thresholds, of one vendor. */
 static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
@@ -285,11 +299,9 @@ static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 		return gpurun_fail(err, GPURUN_EXIT_BUSY, "no GPU may be chosen: %s",
 				   choice->mask.nothing_allowed);
 	}
-	bool *allowed = malloc((snapshot->count > 0 ? snapshot->count : 1) * sizeof(*allowed));
+	bool *allowed = allowed_devices(choice);
 	if (!allowed)
 		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
-	memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
-	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
 	*available = gpurun_select(snapshot, allowed, waiter->request, candidates);
 	*available = gpurun_select_vendor(snapshot, allowed, waiter->request, candidates, *available);
 	count_devices(snapshot, allowed, waiter->request, *available, progress);
@@ -354,44 +366,41 @@ static bool could_be_chosen(const struct gpurun_device *device,
 	return gpurun_device_available(&idle, &any_load);
 }
 
-/* The masks are read once and the devices do not come and go: what they leave decides, at the
- * first look, the waiter's pool (every waiter for exactly these devices shares one line) and
- * whether waiting could ever help. */
+/* The masks are read once and the devices do not come and go: the devices the request could
+ * ever take (inside the masks, of the job's vendor, not excluded) decide, at the first look, the
+ * waiter's pool (every waiter for exactly these devices shares one line) and whether waiting
+ * could ever help. */
 static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choice,
 			struct gpurun_error *err)
 {
 	const struct gpurun_snapshot *snapshot = &choice->snapshot;
 	size_t room = snapshot->count > 0 ? snapshot->count : 1;
-	bool *allowed = malloc(room * sizeof(*allowed));
+	bool *allowed = allowed_devices(choice);
 	char **keys = calloc(room, sizeof(*keys));
 	char (*names)[GPURUN_UUID_SIZE + 16] = malloc(room * sizeof(*names));
-	size_t key_count = 0, whole = 0, any = 0;
+	size_t key_count = 0, whole = 0;
 	int status = 0;
 
 	if (!allowed || !keys || !names) {
 		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 		goto done;
 	}
-	memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
-	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
+	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, allowed, waiter->request);
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
 
-		if (!allowed[i])
+		if (!allowed[i] || device->vendor != vendor || !could_be_chosen(device, waiter->request))
 			continue;
 		lease_file_name(device, names[key_count], sizeof(names[key_count]));
 		keys[key_count] = names[key_count];
 		key_count++;
-		if (could_be_chosen(device, waiter->request)) {
-			any++;
-			whole += device->mig_parent < 0;
-		}
+		whole += device->mig_parent < 0;
 	}
 	if (waiter->queue_open)
 		queue_set_pool(&waiter->queue, keys, key_count);
 	/* Several GPUs are whole GPUs (take_candidates). */
 	unsigned needed = gpurun_request_needed(waiter->request);
-	waiter->possible = needed > 1 ? whole : any;
+	waiter->possible = needed > 1 ? whole : key_count;
 	waiter->never_enough = needed > waiter->possible;
 done:
 	free(allowed);

@@ -71,9 +71,10 @@ bool queue_ticket_is_live(const struct queue *queue, const char *name)
 	int fd = openat(queue->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	bool live;
 
-	/* One we may not open may well be alive: only a ticket that is gone is gone. */
+	/* Every ticket is made readable by all (queue_join): one that cannot be opened is no
+	 * waiter's, and a file planted to stop the line, which its planter could keep for ever. */
 	if (fd < 0)
-		return errno != ENOENT;
+		return false;
 	live = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 	close(fd);
 	if (!live)

@@ -198,6 +198,22 @@ run "$GPURUN" --print --exclude 0,1,2,3,5
 expect "--exclude takes the table's index for AMD GPUs too" 0 "3"
 CUDA_VISIBLE_DEVICES= run "$GPURUN" --print
 expect "CUDA_VISIBLE_DEVICES empty: no NVIDIA GPU, so AMD ones" 0 "1"
+# Only the job's vendor counts: one NVIDIA GPU is never two, however many AMD GPUs are free.
+CUDA_VISIBLE_DEVICES=2 run timeout 20 "$GPURUN" --wait --limit 2 --print
+expect_error "both vendors: one NVIDIA GPU in the mask, --limit 2 fails at once" 75 \
+	"waiting cannot help: the masks and --exclude leave 1 whole GPU"
+# And the line is the job's vendor's GPUs: --vendor nvidia and no --vendor wait in one line.
+CUDA_VISIBLE_DEVICES=2 "$GPURUN" sleep 60 &
+holder=$!
+for i in $(seq 200); do CUDA_VISIBLE_DEVICES=2 "$GPURUN" --print >/dev/null 2>&1 || break; sleep 0.05; done
+CUDA_VISIBLE_DEVICES=2 "$GPURUN" --vendor nvidia --wait --interval 30 true 2>/dev/null &
+waiter=$!
+for i in $(seq 200); do [ -n "$(ls "$GPURUN_LOCK_DIR/queue" 2>/dev/null | grep -v ^draft-)" ] && break; sleep 0.05; done
+CUDA_VISIBLE_DEVICES=2 run "$GPURUN" --attempts 2 --interval 0.1 --print
+expect_error "both vendors: a --vendor nvidia waiter and a plain one share the NVIDIA GPU's line" 75 \
+	"1 waiting ahead"
+kill "$holder" "$waiter"
+wait "$holder" "$waiter" 2>/dev/null
 ROCR_VISIBLE_DEVICES= run "$GPURUN" --print --order memory --vendor amd
 expect_error "ROCR_VISIBLE_DEVICES empty: no AMD GPU" 75 "no GPU may be chosen|wanted 1 GPU"
 ROCR_VISIBLE_DEVICES= run "$GPURUN" --print --order memory

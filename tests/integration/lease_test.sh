@@ -349,6 +349,10 @@ CUDA_VISIBLE_DEVICES="1,0" run "$GPURUN" --attempts 2 --interval 0.1 --print
 expect_error "CUDA_VISIBLE_DEVICES=1,0 waits in the same line as no mask at all" 75 "1 waiting ahead"
 CUDA_VISIBLE_DEVICES="0" run "$GPURUN" --attempts 2 --interval 0.1 --print
 expect_error "... but CUDA_VISIBLE_DEVICES=0 (other GPUs) in a line of its own" 75 "found 0 available \(1 leased by other jobs, 0 busy, 0 waiting ahead\)"
+# The line is the GPUs a request could ever take: one that excludes a GPU does not wait behind
+# those who want it.
+run "$GPURUN" --exclude 1 --attempts 2 --interval 0.1 --print
+expect_error "... and so is a waiter that --exclude keeps off GPU 1" 75 "0 waiting ahead"
 kill "$holder" "$head_waiter"
 wait "$holder" "$head_waiter" 2>/dev/null
 
@@ -391,8 +395,18 @@ if command -v setpriv >/dev/null && command -v unshare >/dev/null && [ "$(id -u)
 	done
 	run as_nobody "$GPURUN" --attempts 2 --interval 0.1 --print
 	expect_error "the ticket of a waiter with umask 077 counts for other users" 75 "1 waiting ahead"
+	# A file planted in the line, named as a ticket but readable by nobody: no waiter holds it,
+	# and it must not stop the line for ever.
+	pool=$(ls "$GPURUN_LOCK_DIR/queue" | grep -v ^draft- | head -n 1 | cut -d- -f1)
 	kill "$private_waiter"
 	wait "$private_waiter" 2>/dev/null
+	kill "$holder"
+	wait "$holder" 2>/dev/null
+	install -m 000 /dev/null "$GPURUN_LOCK_DIR/queue/$pool-00000000000000000001-planted"
+	run as_nobody "$GPURUN" --attempts 2 --interval 0.1 --print --limit 2
+	expect "a planted ticket nobody may open is no waiter" 0 "0,1"
+	rm -f "$GPURUN_LOCK_DIR/queue/$pool-00000000000000000001-planted"
+	hold_both
 
 	# Drafts named after the pid alone: in a PID namespace every gpurun is pid 1, and a draft
 	# another user left under that name could neither be removed nor replaced.
