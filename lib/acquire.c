@@ -509,18 +509,15 @@ static int fail_busy(const struct waiter *waiter, const struct gpurun_progress *
 				   : "");
 }
 
-/* Ends the wait; a successful one hands its inotify descriptor and its leases on (see
- * watch_fd): they are the caller's, and no longer in flight. */
+/* Ends the wait; a successful one hands its inotify descriptor on (see watch_fd). Its leases
+ * stay in flight until the caller keeps them (gpurun_lease_keep_across_exec): a child forked
+ * before the caller has published its choice must not hold them. */
 static void close_waiter(struct waiter *waiter, struct gpurun_choice *choice, int status)
 {
 	if (waiter->queue_open)
 		queue_close(&waiter->queue);
-	if (status == 0) {
-		for (size_t i = 0; i < choice->lease.count; i++)
-			in_flight_hand_over(choice->lease.fds[i]);
-	}
 	if (waiter->notify_fd >= 0 && status == 0) {
-		in_flight_hand_over(waiter->notify_fd);
+		in_flight_hand_over(&waiter->notify_fd, 1, NULL, NULL);
 		choice->watch_fd = waiter->notify_fd;
 	} else if (waiter->notify_fd >= 0) {
 		in_flight_close(waiter->notify_fd);

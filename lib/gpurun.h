@@ -384,8 +384,17 @@ int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_d
 /* Records the holder (this process, about to run `command`; NULL: this process's own command
  * line) in a leased lock file. Best effort: a lease without a record is still a lease. */
 void gpurun_lease_write_holder(int fd, char *const *command, int command_count);
-/* Keeps the leases across exec: clears FD_CLOEXEC on every held descriptor. */
+/* Makes the leases the process's own for good: they are kept across exec (FD_CLOEXEC cleared)
+ * and by children forked from now on. Until then a child forked by another thread closes its
+ * copies, as it does those of an acquisition still in progress. */
 void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease);
+/* The same, with publish(context) run in the same step as far as a fork by another thread is
+ * concerned: a child forked meanwhile has both the leases and what publish made (the
+ * environment that says the choice is made), or neither. publish may take a lock that the
+ * caller's own fork handlers take, if those were registered before the first gpurun_acquire:
+ * a fork then takes libgpurun's lock first too. */
+void gpurun_lease_keep_and_publish(const struct gpurun_lease *lease, void (*publish)(void *),
+				   void *context);
 void gpurun_lease_release(struct gpurun_lease *lease);
 /* Fills leased/holder for every device whose lock is held by a live holder. Never blocks;
  * a record whose lock is not held is stale and ignored. A device already marked leased is

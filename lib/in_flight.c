@@ -97,10 +97,13 @@ void in_flight_close(int fd)
 	pthread_mutex_unlock(&in_flight_lock);
 }
 
-void in_flight_hand_over(int fd)
+void in_flight_hand_over(const int *fds, size_t count, void (*publish)(void *), void *context)
 {
 	pthread_mutex_lock(&in_flight_lock);
-	unlist_in_flight(fd);
+	if (publish)
+		publish(context);
+	for (size_t i = 0; i < count; i++)
+		unlist_in_flight(fds[i]);
 	pthread_mutex_unlock(&in_flight_lock);
 }
 

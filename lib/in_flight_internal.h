@@ -7,7 +7,8 @@
 
 #include <sys/types.h>
 
-/* Registers the fork handlers (once) that close the listed descriptors in a child. Called at
+
+/* Registers (once) the fork handlers that close the listed descriptors in a child. Called at
  * the first acquisition, not at load: a program under the preload library without
  * GPURUN_OPTIONS must see no allocation from us. */
 void in_flight_watch_forks(void);
@@ -17,7 +18,8 @@ int in_flight_openat(int dir_fd, const char *name, int flags, mode_t mode);
 void in_flight_add(int fd);
 /* Closes a descriptor, listed or not, and takes it off the list. */
 void in_flight_close(int fd);
-/* Takes a descriptor off the list without closing it: the caller keeps it. */
-void in_flight_hand_over(int fd);
+/* Takes descriptors off the list without closing them: the caller keeps them. publish, when
+ * not NULL, runs in the same hold of the list's lock, which a fork takes too. */
+void in_flight_hand_over(const int *fds, size_t count, void (*publish)(void *), void *context);
 
 #endif

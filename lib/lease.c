@@ -452,6 +452,13 @@ int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *h
 
 void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease)
 {
+	gpurun_lease_keep_and_publish(lease, NULL, NULL);
+}
+
+void gpurun_lease_keep_and_publish(const struct gpurun_lease *lease, void (*publish)(void *),
+				   void *context)
+{
+	in_flight_hand_over(lease->fds, lease->count, publish, context);
 	for (size_t i = 0; i < lease->count; i++) {
 		int flags = fcntl(lease->fds[i], F_GETFD);
 		if (flags >= 0)

@@ -154,17 +154,33 @@ static enum stage configure(void)
 	return WAITING;
 }
 
-static void hand_off(const struct gpurun_choice *choice, const char *visible)
+struct hand_off {
+	const struct gpurun_choice *choice;
+	const char *visible;
+};
+
+/* The environment says the choice is made, and the stage too, in one hold of stage_lock. */
+static void hand_off(void *context)
 {
-	if (gpurun_choice_export(choice, visible) != 0)
+	const struct hand_off *hand_off = context;
+
+	pthread_mutex_lock(&stage_lock);
+	if (gpurun_choice_export(hand_off->choice, hand_off->visible) != 0)
 		die(GPURUN_EXIT_SOFTWARE, "cannot set the environment: out of memory");
+	enter(CHOSEN);
+	pthread_mutex_unlock(&stage_lock);
 }
 
 /* The lease stays with this process for its whole life: its descriptors are never closed, and
- * they lose close-on-exec so that exec'd children hold it too. */
-static void keep_lease(struct gpurun_choice *choice)
+ * they lose close-on-exec so that exec'd children hold it too. A child forked by another
+ * thread gets the lease and the hand-off together (libgpurun holds its fork lock around both:
+ * this library's handlers, registered first, take stage_lock after it), or neither, and then
+ * chooses itself. */
+static void keep_lease_and_hand_off(struct gpurun_choice *choice, const char *visible)
 {
-	gpurun_lease_keep_across_exec(&choice->lease);
+	struct hand_off hand_off_context = { choice, visible };
+
+	gpurun_lease_keep_and_publish(&choice->lease, hand_off, &hand_off_context);
 	free(choice->lease.fds);
 	choice->lease = (struct gpurun_lease){ 0 };
 }
@@ -189,13 +205,9 @@ static enum stage choose(void)
 	} else if (gpurun_choice_format(&choice, &request, visible, sizeof(visible)) != 0) {
 		die(GPURUN_EXIT_SOFTWARE, "the chosen list does not fit in CUDA_VISIBLE_DEVICES");
 	}
-	keep_lease(&choice);
-	pthread_mutex_lock(&stage_lock);
-	hand_off(&choice, visible);
-	enter(CHOSEN);
-	pthread_mutex_unlock(&stage_lock);
-	/* After a wait, closing its inotify watch waits for the kernel (5-20 ms): outside
-	 * stage_lock, so that no fork waits for it. Not in a grandchild as the launcher does it:
+	keep_lease_and_hand_off(&choice, visible);
+	/* After a wait, closing its inotify watch waits for the kernel (5-20 ms): after the
+	 * hand-off, so that no fork waits for it. Not in a grandchild as the launcher does it:
 	 * a fork inside the host would run every library's fork handlers and signal the host. */
 	gpurun_choice_free(&choice);
 	return CHOSEN;

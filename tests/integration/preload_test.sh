@@ -281,6 +281,14 @@ if cc -shared -fPIC -o "$SCRATCH/fork_windows.so" "$SOURCES/fork_windows.c" -ldl
 	expect_clean "a fork as the choice is handed off: the child keeps its parent's choice" 0 \
 		"child init=0 visible=2
 init=0 count=1 visible=2" "2 $CHOSEN_2"
+	# The leases become the process's own in the same step: a child forked while they were
+	# being kept held its parent's lease and chose a GPU of its own as well.
+	: >"$RECORD"
+	run timeout 20 env FORK_WINDOW=keep LD_PRELOAD="$SCRATCH/fork_windows.so $PRELOAD" \
+		GPURUN_OPTIONS="--lazy --order memory" "$DIRECT"
+	expect "a fork as the leases are kept: the child keeps its parent's choice" 0 \
+		"init=0 count=1 visible=2
+child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again"
 	# The fork handlers are registered once: a second registration in the child would make
 	# its next fork lock the library's lock twice.
 	: >"$RECORD"

@@ -6,9 +6,16 @@
  *              forks once it sees the variable: preload_direct --fork-at-hand-off).
  *   configure  the library has registered its fork handlers: another thread forks right then.
  *              The child starts CUDA (dlopen) and forks once more; it prints what happened.
- *              A hang is ended by alarm(10) and reported. */
+ *              A hang is ended by alarm(10) and reported.
+ *   keep       the library makes a lease its own (F_SETFD on a lock file's descriptor): another
+ *              thread forks then, and its child starts CUDA as above. The thread making the
+ *              choice waits until that fork is done, or a second at most: a library that
+ *              holds its lock there makes the fork wait for it instead. */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -102,4 +109,58 @@ int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)
 		pthread_join(other, NULL);
 	}
 	return result;
+}
+
+/* ---- keep ---- */
+
+typedef int fcntl_fn(int fd, int cmd, ...);
+
+static pthread_t keep_forker;
+static bool keep_forker_started;
+static int fork_done[2] = { -1, -1 };
+
+static void say_fork_done(void)
+{
+	(void)!write(fork_done[1], "d", 1);
+}
+
+static bool is_lock_file(int fd)
+{
+	char link[64], target[4096];
+	ssize_t length;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	length = readlink(link, target, sizeof(target) - 1);
+	if (length < 5)
+		return false;
+	target[length] = '\0';
+	return strcmp(target + length - 5, ".lock") == 0;
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+	va_list args;
+	char byte;
+
+	va_start(args, cmd);
+	void *argument = va_arg(args, void *);      /* an int or a pointer: passed on as it came */
+	va_end(args);
+	if (cmd == F_SETFD && !keep_forker_started && window_is("keep") && is_lock_file(fd) &&
+	    pipe(fork_begun) == 0 && pipe(fork_done) == 0 &&
+	    pthread_atfork(say_fork_begun, say_fork_done, NULL) == 0) {
+		struct pollfd done = { .fd = fork_done[0], .events = POLLIN };
+
+		keep_forker_started = true;
+		pthread_create(&keep_forker, NULL, fork_now, NULL);
+		(void)!read(fork_begun[0], &byte, 1);
+		poll(&done, 1, 1000);
+	}
+	return ((fcntl_fn *)dlsym(RTLD_NEXT, "fcntl"))(fd, cmd, argument);
+}
+
+/* The forking thread reports its child before the program ends. */
+__attribute__((destructor)) static void join_keep_forker(void)
+{
+	if (keep_forker_started)
+		pthread_join(keep_forker, NULL);
 }
