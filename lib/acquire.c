@@ -117,8 +117,9 @@ static void watch_for_turn(struct waiter *waiter)
 }
 
 /* Reads what inotify has queued; true when it is news worth another look: a lease released
- * (a lock file closed after writing; our own looks use read-only descriptors, whose close is
- * no event) at the head of the line, or the waiter ahead of us leaving. */
+ * (a lock file closed after writing) at the head of the line, or the waiter ahead of us
+ * leaving. Looks use read-only descriptors, whose close is no event; a claim lost in a race or
+ * given back closes a writable one, and costs its own waiter one more look. */
 static bool read_events(struct waiter *waiter)
 {
 	char buffer[8192] __attribute__((aligned(__alignof__(struct inotify_event))));

@@ -61,16 +61,16 @@ int lease_check_shared_dir(const char *what, const char *path, int dir_fd,
  * directory, can be using: it is made with O_EXCL (or mkdir) and tried again when taken. */
 void lease_draft_name(char *name, size_t size, const char *prefix)
 {
-	unsigned long long random;
+	unsigned long long suffix;
 
-	if (getrandom(&random, sizeof(random), GRND_NONBLOCK) != (ssize_t)sizeof(random)) {
+	if (getrandom(&suffix, sizeof(suffix), GRND_NONBLOCK) != (ssize_t)sizeof(suffix)) {
 		struct timespec now;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		random = ((unsigned long long)getpid() << 32) ^ (unsigned long long)now.tv_nsec ^
+		suffix = ((unsigned long long)getpid() << 32) ^ (unsigned long long)now.tv_nsec ^
 			 ((unsigned long long)now.tv_sec << 20);
 	}
-	snprintf(name, size, "%s%016llx", prefix, random);
+	snprintf(name, size, "%s%016llx", prefix, suffix);
 }
 
 int lease_shared_dir_open(int parent_fd, const char *name)
@@ -396,8 +396,9 @@ void gpurun_lease_write_holder(int fd, char *const *command, int command_count)
 	struct stat st;
 	if (pwrite(fd, record, length, 0) != (ssize_t)length || fstat(fd, &st) != 0)
 		return;
-	if (st.st_size > (off_t)length && ftruncate(fd, (off_t)length) != 0)
-		return;         /* the old record's tail stays after ours, read as noise */
+	/* Should the cut fail, the old record's tail stays after ours, read as noise. */
+	if (st.st_size > (off_t)length)
+		(void)!ftruncate(fd, (off_t)length);
 }
 
 int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *holder)
