@@ -220,14 +220,11 @@ static void note_leased(struct waiter *waiter, size_t position, struct gpurun_pr
 	waiter->leased_seen[waiter->leased_seen_count++] = position;
 }
 
-/* Takes candidates in order until `wanted` are taken, and only when at least `needed` can be.
- * They are looked at first (gpurun_lease_observe: a shared lock on a read-only descriptor)
- * and claimed only when enough look free: a claim that fails or is given back closes a
- * writable descriptor, which every waiter takes for a release and wakes on, so two waiters
- * that could not be served would wake each other without end. --print only looks, and
- * --no-lease takes what the thresholds allow. Returns how many it took. */
-static size_t take_in_order(struct waiter *waiter, const size_t *candidates, size_t count,
-			    unsigned wanted, unsigned needed, struct gpurun_choice *choice,
+/* Puts into choice->chosen the first `wanted` candidates that no one holds, as a look sees
+ * them (gpurun_lease_observe: a shared lock on a read-only descriptor, whose close wakes no
+ * waiter). Returns how many. */
+static size_t look_for_free(struct waiter *waiter, const size_t *candidates, size_t count,
+			    unsigned wanted, struct gpurun_choice *choice,
 			    struct gpurun_progress *progress, int *status, struct gpurun_error *err)
 {
 	const struct gpurun_snapshot *snapshot = &choice->snapshot;
@@ -247,17 +244,23 @@ static size_t take_in_order(struct waiter *waiter, const size_t *candidates, siz
 		}
 		choice->chosen[seen_free++] = candidates[i];
 	}
-	if (waiter->lock_dir_fd < 0 || waiter->request->action == GPURUN_PRINT ||
-	    seen_free < needed)
-		return seen_free;
+	return seen_free;
+}
 
+/* Claims the `count` GPUs in choice->chosen in turn, keeping there those it got (a race lost
+ * leaves one out). Returns how many it holds. */
+static size_t claim_chosen(struct waiter *waiter, size_t count, struct gpurun_choice *choice,
+			   struct gpurun_progress *progress, int *status, struct gpurun_error *err)
+{
+	const struct gpurun_snapshot *snapshot = &choice->snapshot;
 	size_t taken = 0;
-	for (size_t i = 0; i < seen_free; i++) {
+
+	for (size_t i = 0; i < count; i++) {
 		int fd = -1;
 		int result = gpurun_lease_try(waiter->lock_dir_fd, waiter->lock_dir,
 					      &snapshot->devices[choice->chosen[i]], &fd, err);
 		if (result == 1) {
-			note_leased(waiter, choice->chosen[i], progress);  /* a race lost */
+			note_leased(waiter, choice->chosen[i], progress);
 			continue;
 		}
 		if (result != 0) {
@@ -268,6 +271,24 @@ static size_t take_in_order(struct waiter *waiter, const size_t *candidates, siz
 		choice->chosen[taken++] = choice->chosen[i];
 	}
 	return taken;
+}
+
+/* Takes candidates in order until `wanted` are taken, and only when at least `needed` can be:
+ * they are claimed only when enough look free, since a claim that fails or is given back
+ * closes a writable descriptor, which every waiter takes for a release and wakes on (two
+ * waiters that could not be served would wake each other without end). --print only looks,
+ * and --no-lease takes what the thresholds allow. Returns how many the choice holds. */
+static size_t take_in_order(struct waiter *waiter, const size_t *candidates, size_t count,
+			    unsigned wanted, unsigned needed, struct gpurun_choice *choice,
+			    struct gpurun_progress *progress, int *status, struct gpurun_error *err)
+{
+	size_t seen_free = look_for_free(waiter, candidates, count, wanted, choice, progress,
+					 status, err);
+
+	if (*status != 0 || waiter->lock_dir_fd < 0 || waiter->request->action == GPURUN_PRINT ||
+	    seen_free < needed)
+		return seen_free;
+	return claim_chosen(waiter, seen_free, choice, progress, status, err);
 }
 
 /* Which devices the inherited masks allow (ROCR_VISIBLE_DEVICES too), in a new array: NULL
@@ -422,6 +443,21 @@ static bool our_turn(struct waiter *waiter, struct gpurun_progress *progress)
 	return waiter->at_head;
 }
 
+/* The first look sizes the line up, and only then takes a turn in it: a request that can
+ * never be served is measured and fails at once, waiting behind no one. */
+static int join_line(struct waiter *waiter, const struct gpurun_choice *choice,
+		     struct gpurun_progress *progress, struct gpurun_error *err)
+{
+	int status = size_up_pool(waiter, choice, err);
+
+	if (status != 0)
+		return status;
+	waiter->sized_up = true;
+	if (!waiter->never_enough && !our_turn(waiter, progress))
+		return GPURUN_EXIT_BUSY;
+	return 0;
+}
+
 /* One look. Returns 0 with choice filled, GPURUN_EXIT_BUSY, or an error status. */
 static int look(struct waiter *waiter, struct gpurun_choice *choice,
 		struct gpurun_progress *progress, struct gpurun_error *err)
@@ -455,19 +491,12 @@ static int look(struct waiter *waiter, struct gpurun_choice *choice,
 		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	if (status == 0)
 		status = find_candidates(waiter, choice, candidates, &available, progress, err);
-	if (status == 0 && !pool_known) {
-		status = size_up_pool(waiter, choice, err);
-		waiter->sized_up = status == 0;
-		/* Never enough: this look's counts say why, and no turn in line is worth waiting. */
-		if (status == 0 && !waiter->never_enough && !our_turn(waiter, progress))
-			status = GPURUN_EXIT_BUSY;
-		else if (status == 0)
-			progress->measured = true;
-	} else if (status == 0) {
+	if (status == 0 && !pool_known)
+		status = join_line(waiter, choice, progress, err);
+	if (status == 0) {
 		progress->measured = true;
-	}
-	if (status == 0)
 		status = take_candidates(waiter, choice, candidates, available, progress, err);
+	}
 	free(candidates);
 	return status;
 }
