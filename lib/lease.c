@@ -286,13 +286,24 @@ static int lock_exclusive(int fd)
 	}
 }
 
-int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
-		     int *fd_out, struct gpurun_error *err)
+/* Whether dir_fd/name is still the file fd is open on. */
+static bool still_named(int dir_fd, const char *name, int fd)
 {
-	char name[GPURUN_UUID_SIZE + 16];
-	struct stat st;
+	struct stat named, opened;
 
-	lease_file_name(device, name, sizeof(name));
+	return fstatat(dir_fd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &opened) == 0 &&
+	       named.st_dev == opened.st_dev && named.st_ino == opened.st_ino;
+}
+
+/* What claim_lock_file answers when the file was unlinked before we locked it. */
+#define LOCK_FILE_GONE (-1)
+
+/* One claim of the lock file `name`: 0 with *fd_out, 1 when it is leased, LOCK_FILE_GONE, or an
+ * error status. */
+static int claim_lock_file(int dir_fd, const char *lock_dir, const char *name, int *fd_out,
+			   struct gpurun_error *err)
+{
+	struct stat st;
 	int fd = open_lock_file(dir_fd, name);
 	if (fd < 0 && errno == EACCES && fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
@@ -315,8 +326,29 @@ int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_devic
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "cannot lock %s/%s: %s", lock_dir,
 				   name, strerror(cause));
 	}
+	/* Unlinked between our open and our lock (by /tmp's cleaning, or by the directory's
+	 * owner), the file would guard nothing: the next claimant makes another. */
+	if (!still_named(dir_fd, name, fd)) {
+		in_flight_close(fd);
+		return LOCK_FILE_GONE;
+	}
 	*fd_out = fd;
 	return 0;
+}
+
+int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
+		     int *fd_out, struct gpurun_error *err)
+{
+	char name[GPURUN_UUID_SIZE + 16];
+	int status = LOCK_FILE_GONE;
+
+	lease_file_name(device, name, sizeof(name));
+	for (int tries = 0; status == LOCK_FILE_GONE && tries < 8; tries++)
+		status = claim_lock_file(dir_fd, lock_dir, name, fd_out, err);
+	if (status == LOCK_FILE_GONE)
+		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "lock file %s/%s keeps being removed "
+							      "as it is locked", lock_dir, name);
+	return status;
 }
 
 int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_device *device,

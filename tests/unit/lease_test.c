@@ -133,6 +133,75 @@ static void a_claimant_waits_out_an_observers_instant_look(void **state)
 	close(fd);
 }
 
+/* Whether process `pid` has lock_path open (its /proc/PID/fd links). */
+static bool has_lock_file_open(pid_t pid)
+{
+	char directory[64], link[320], target[sizeof(lock_path) + 16];
+	struct dirent *entry;
+	bool found = false;
+	DIR *fds;
+
+	snprintf(directory, sizeof(directory), "/proc/%d/fd", (int)pid);
+	fds = opendir(directory);
+	while (fds && !found && (entry = readdir(fds))) {
+		snprintf(link, sizeof(link), "%s/%s", directory, entry->d_name);
+		ssize_t length = readlink(link, target, sizeof(target) - 1);
+		if (length > 0) {
+			target[length] = '\0';
+			found = strcmp(target, lock_path) == 0;
+		}
+	}
+	if (fds)
+		closedir(fds);
+	return found;
+}
+
+/* An observer's look holds the claimant between its open and its lock; meanwhile the file is
+ * unlinked (as /tmp's cleaning or the directory's owner may). A lock on the unlinked file
+ * would guard nothing: the claim must end on the file the name names. A claimant that gave the
+ * observer up before the unlink came is tried again. */
+static void a_lock_file_unlinked_before_it_is_locked_is_claimed_anew(void **state)
+{
+	(void)state;
+	int result = 1, fd = -1;
+
+	for (int round = 0; round < 20 && result == 1; round++) {
+		int ready[2];
+		pid_t claimant = getpid();
+
+		unlink(lock_path);
+		assert_int_equal(pipe(ready), 0);
+		pid_t disturber = fork();
+		assert_true(disturber >= 0);
+		if (disturber == 0) {
+			int observer = open(lock_path, O_RDWR | O_CREAT, 0666);
+			if (observer < 0 || flock(observer, LOCK_SH | LOCK_NB) != 0 ||
+			    write(ready[1], "x", 1) != 1)
+				_exit(1);
+			while (!has_lock_file_open(claimant))
+				;
+			unlink(lock_path);
+			flock(observer, LOCK_UN);
+			pause();
+			_exit(0);
+		}
+		char byte;
+		assert_int_equal(read(ready[0], &byte, 1), 1);
+		result = gpurun_lease_try(dir_fd, lock_dir, &device, &fd, &err);
+		kill(disturber, SIGKILL);
+		waitpid(disturber, NULL, 0);
+		close(ready[0]);
+		close(ready[1]);
+	}
+	assert_int_equal(result, 0);
+	struct stat named, locked;
+	assert_int_equal(stat(lock_path, &named), 0);
+	assert_int_equal(fstat(fd, &locked), 0);
+	assert_true(named.st_ino == locked.st_ino);
+	assert_true(locked_by_someone());
+	close(fd);
+}
+
 static void an_observer_that_stays_is_not_waited_for_long(void **state)
 {
 	(void)state;
@@ -290,6 +359,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_lease_keeps_claimants_out_at_once, make_lock_dir,
 						remove_lock_dir),
 		cmocka_unit_test_setup_teardown(a_claimant_waits_out_an_observers_instant_look,
+						make_lock_dir, remove_lock_dir),
+		cmocka_unit_test_setup_teardown(a_lock_file_unlinked_before_it_is_locked_is_claimed_anew,
 						make_lock_dir, remove_lock_dir),
 		cmocka_unit_test_setup_teardown(an_observer_that_stays_is_not_waited_for_long,
 						make_lock_dir, remove_lock_dir),
