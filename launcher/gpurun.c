@@ -88,41 +88,36 @@ static void format_attempts(const struct gpurun_progress *progress, char *text, 
 		snprintf(text, size, "%u/%u", progress->attempt, progress->attempts);
 }
 
+/* What one look found. A waiter behind others did not look at the GPUs: it says so. */
+static void describe_look(const struct gpurun_progress *progress, char *text, size_t size)
+{
+	if (!progress->measured)
+		snprintf(text, size, "%zu waiting ahead for the same GPUs", progress->waiting_ahead);
+	else
+		snprintf(text, size, "%zu of %zu GPU%s available (%zu leased by others, %zu busy, "
+			 "%zu waiting ahead)", progress->available - progress->leased_by_others,
+			 progress->wanted, progress->wanted == 1 ? "" : "s",
+			 progress->leased_by_others, progress->busy, progress->waiting_ahead);
+}
+
+/* On a terminal one line that redraws itself, gone at the end; in a log (-v) a line per
+ * attempt, the last one too. */
 static void show_progress(const struct gpurun_progress *progress, void *context)
 {
 	struct status_line *line = context;
-	char attempts[32];
-	size_t free_now = progress->available - progress->leased_by_others;
+	char attempts[32], look[256];
 
 	format_attempts(progress, attempts, sizeof(attempts));
-	if (line->terminal) {
-		if (progress->final) {
-			if (line->drawn)
-				fputs("\r\033[K", stderr);
-			return;
-		}
-		if (!progress->measured)
-			fprintf(stderr, "\r\033[Kgpurun: waiting for %zu GPU%s: %zu waiting ahead, "
-				"%.0fs elapsed (attempt %s)", progress->wanted,
-				progress->wanted == 1 ? "" : "s", progress->waiting_ahead,
-				progress->elapsed_s, attempts);
-		else
-			fprintf(stderr, "\r\033[Kgpurun: waiting for %zu GPU%s: %zu free, %zu leased "
-				"by others, %zu busy, %zu waiting ahead, %.0fs elapsed (attempt %s)",
-				progress->wanted, progress->wanted == 1 ? "" : "s", free_now,
-				progress->leased_by_others, progress->busy, progress->waiting_ahead,
-				progress->elapsed_s, attempts);
+	describe_look(progress, look, sizeof(look));
+	if (line->terminal && progress->final) {
+		if (line->drawn)
+			fputs("\r\033[K", stderr);
+	} else if (line->terminal) {
+		fprintf(stderr, "\r\033[Kgpurun: waiting: %s, %.0fs elapsed (attempt %s)", look,
+			progress->elapsed_s, attempts);
 		line->drawn = true;
-	} else if (line->verbose && !progress->final && progress->attempt != line->logged_attempt &&
-		   !progress->measured) {
-		fprintf(stderr, "gpurun: attempt %s: %zu waiting ahead for the same GPUs\n", attempts,
-			progress->waiting_ahead);
-		line->logged_attempt = progress->attempt;
-	} else if (line->verbose && !progress->final && progress->attempt != line->logged_attempt) {
-		fprintf(stderr, "gpurun: attempt %s: %zu of %zu GPU%s available (%zu leased by others, "
-			"%zu busy, %zu waiting ahead)\n", attempts, free_now, progress->wanted,
-			progress->wanted == 1 ? "" : "s", progress->leased_by_others, progress->busy,
-			progress->waiting_ahead);
+	} else if (line->verbose && progress->attempt != line->logged_attempt) {
+		fprintf(stderr, "gpurun: attempt %s: %s\n", attempts, look);
 		line->logged_attempt = progress->attempt;
 	}
 	fflush(stderr);
