@@ -187,7 +187,7 @@ uninstall:
 DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB_ROOT = build-deb/root
 deb:
-	rm -rf $(DEB_ROOT)
+	rm -rf $(DEB_ROOT) build-deb/gpurun_*.deb
 	$(MAKE) --no-print-directory B=build-deb PREFIX=/usr DESTDIR=$(CURDIR)/$(DEB_ROOT) install
 	install -d $(DEB_ROOT)/DEBIAN $(DEB_ROOT)/usr/share/doc/gpurun
 	install -m 644 LICENSE $(DEB_ROOT)/usr/share/doc/gpurun/copyright

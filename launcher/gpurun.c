@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,11 +175,14 @@ static void explain(const struct gpurun_request *request, struct gpurun_choice *
 	if (mask->allowed && mask->count == snapshot->count && snapshot->count > 0)
 		memcpy(allowed, mask->allowed, snapshot->count * sizeof(*allowed));
 	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
-	/* Our own leases are not looked at: see gpurun_lease_inspect. */
+	/* Our own leases are marked, not looked at: on NFS a look (a lock and an unlock by this
+	 * process) would drop them (gpurun_lease_inspect). */
 	for (size_t i = 0; i < choice->count; i++)
 		snapshot->devices[choice->chosen[i]].leased = choice->lease.count > 0;
 	if (!request->no_lease)
 		gpurun_lease_inspect(gpurun_lock_dir(request), snapshot);
+	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, mask->count == snapshot->count
+							       ? mask : NULL, request);
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
 		enum gpurun_mask_verdict verdict = mask->verdicts && mask->count == snapshot->count
@@ -191,6 +195,11 @@ static void explain(const struct gpurun_request *request, struct gpurun_choice *
 			snprintf(reason, sizeof(reason), "%s", gpurun_mask_verdict_text(verdict));
 		else if (!allowed[i])
 			snprintf(reason, sizeof(reason), "outside the mask");
+		else if (device->vendor != vendor)
+			snprintf(reason, sizeof(reason), "%s GPU: this job gets %s GPUs%s",
+				 vendor == GPURUN_VENDOR_NVIDIA ? "an AMD" : "an NVIDIA",
+				 vendor == GPURUN_VENDOR_NVIDIA ? "NVIDIA" : "AMD",
+				 vendor == GPURUN_VENDOR_NVIDIA ? " (--vendor amd for a ROCm job)" : "");
 		else
 			availability(request, choice, device, reason, sizeof(reason));
 		device_label(device, label, sizeof(label));
@@ -310,8 +319,6 @@ static bool find_preload_library(char *path, size_t size)
 	return readable_file_at(path, size, GPURUN_LIBDIR, PRELOAD_NAME);
 }
 
-/* GPURUN_OPTIONS gets the selection options exactly as given, each word escaped for the
- * option-string parser; --preload-lib is the launcher's own business. */
 /* Appends one word to an option string, escaped for its parser; false when it does not fit. */
 static bool append_word(char *text, size_t size, size_t *used, const char *word)
 {
@@ -332,23 +339,29 @@ static bool append_word(char *text, size_t size, size_t *used, const char *word)
 
 /* The library resolves the lock directory when the program starts CUDA, perhaps after it has
  * changed directory: a relative one is made absolute now, or two jobs started in two places
- * would lease in two directories and could share a GPU. */
-static bool append_absolute_lock_dir(const struct gpurun_request *request, char *text,
-				     size_t size, size_t *used)
+ * would lease in two directories and could share a GPU. Writes "" for an absolute one. */
+static int absolute_lock_dir(const struct gpurun_request *request, char *absolute, size_t size)
 {
 	const char *lock_dir = gpurun_lock_dir(request);
-	char here[PATH_MAX], absolute[PATH_MAX * 2];
+	char here[PATH_MAX];
 
+	absolute[0] = '\0';
 	if (lock_dir[0] == '/')
-		return true;
-	if (!getcwd(here, sizeof(here)))
-		return false;
-	snprintf(absolute, sizeof(absolute), "%s/%s", here, lock_dir);
-	return append_word(text, size, used, "--lock-dir") && append_word(text, size, used, absolute);
+		return 0;
+	if (!getcwd(here, sizeof(here))) {
+		fprintf(stderr, "gpurun: --lazy: cannot make the lock directory '%s' absolute: %s\n",
+			lock_dir, strerror(errno));
+		return GPURUN_EXIT_USAGE;
+	}
+	snprintf(absolute, size, "%s/%s", here, lock_dir);
+	return 0;
 }
 
-static int build_options(const struct gpurun_request *request, int option_count, char **options,
-			 char *text, size_t size)
+/* GPURUN_OPTIONS gets the selection options exactly as given, each word escaped for the
+ * option-string parser, then the lock directory made absolute (the parser keeps the last);
+ * --preload-lib is the launcher's own business. */
+static int build_options(int option_count, char **options, const char *lock_dir, char *text,
+			 size_t size)
 {
 	size_t used = 0;
 
@@ -363,21 +376,45 @@ static int build_options(const struct gpurun_request *request, int option_count,
 		if (!append_word(text, size, &used, options[i]))
 			return -1;
 	}
-	return append_absolute_lock_dir(request, text, size, &used) ? 0 : -1;
+	if (lock_dir[0] && (!append_word(text, size, &used, "--lock-dir") ||
+			    !append_word(text, size, &used, lock_dir)))
+		return -1;
+	return 0;
 }
 
-static bool is_elf_file(const char *path)
+/* The ELF header of an open file, or false. */
+static bool read_elf_header(int fd, ElfW(Ehdr) *header)
 {
-	char magic[4];
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool elf = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		   read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
-		   memcmp(magic, "\177ELF", 4) == 0;
+	return pread(fd, header, sizeof(*header), 0) == (ssize_t)sizeof(*header) &&
+	       memcmp(header->e_ident, ELFMAG, SELFMAG) == 0;
+}
 
+/* Whether the loader could preload the file into a program like this one: a shared object
+ * (ET_DYN) of this process's class and machine, and no executable (which, PIE or not, names
+ * an interpreter). */
+static bool is_preloadable(const char *path)
+{
+	ElfW(Ehdr) ours, theirs;
+	ElfW(Phdr) segment;
+	struct stat st;
+	int self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool preloadable = self >= 0 && read_elf_header(self, &ours) && fd >= 0 &&
+			   fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			   read_elf_header(fd, &theirs) && theirs.e_type == ET_DYN &&
+			   theirs.e_ident[EI_CLASS] == ours.e_ident[EI_CLASS] &&
+			   theirs.e_machine == ours.e_machine;
+
+	for (unsigned i = 0; preloadable && i < theirs.e_phnum; i++)
+		preloadable = pread(fd, &segment, sizeof(segment),
+				    (off_t)(theirs.e_phoff + (ElfW(Off))i * theirs.e_phentsize)) ==
+				      (ssize_t)sizeof(segment) &&
+			      segment.p_type != PT_INTERP;
+	if (self >= 0)
+		close(self);
 	if (fd >= 0)
 		close(fd);
-	return elf;
+	return preloadable;
 }
 
 static int run_lazy(const struct gpurun_request *request, int option_count, char **options)
@@ -401,8 +438,9 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 		return GPURUN_EXIT_USAGE;
 	}
 	/* The loader would only warn, and the program would run with nothing chosen. */
-	if (!is_elf_file(absolute)) {
-		fprintf(stderr, "gpurun: --preload-lib: %s is not a shared library\n", absolute);
+	if (!is_preloadable(absolute)) {
+		fprintf(stderr, "gpurun: --preload-lib: %s is not a shared library this machine can "
+			"preload\n", absolute);
 		return GPURUN_EXIT_USAGE;
 	}
 	if (strpbrk(absolute, ": ")) {
@@ -410,7 +448,11 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 			"%s\n", absolute);
 		return GPURUN_EXIT_USAGE;
 	}
-	if (build_options(request, option_count, options, gpurun_options,
+	char lock_dir[PATH_MAX * 2];
+	int status = absolute_lock_dir(request, lock_dir, sizeof(lock_dir));
+	if (status != 0)
+		return status;
+	if (build_options(option_count, options, lock_dir, gpurun_options,
 			  sizeof(gpurun_options)) != 0) {
 		fprintf(stderr, "gpurun: --lazy: the options are too long for GPURUN_OPTIONS\n");
 		return GPURUN_EXIT_USAGE;
@@ -446,7 +488,9 @@ static int act(const struct gpurun_request *request, char **argv)
 {
 	const char *chosen = getenv("GPURUN_CHOSEN");
 
-	if (chosen && (request->action == GPURUN_PRINT || request->action == GPURUN_RUN))
+	/* Empty, it says a --cpu-fallback job got no GPU: that holds no lease to wait on, and a
+	 * nested gpurun chooses (or falls back, or fails) by its own options. */
+	if (chosen && *chosen && (request->action == GPURUN_PRINT || request->action == GPURUN_RUN))
 		return keep_the_choice(request, chosen);
 	switch (request->action) {
 	case GPURUN_HELP:

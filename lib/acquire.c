@@ -56,18 +56,39 @@ static unsigned wanted_count(const struct gpurun_request *request, size_t availa
 	return request->limit;
 }
 
-/* Busy: the job's vendor's, in the mask, not excluded (those the user left out are neither),
- * yet not available. */
-static void count_devices(const struct gpurun_snapshot *snapshot, const bool *allowed,
-			  const struct gpurun_request *request, size_t available,
-			  struct gpurun_progress *progress)
+/* Whether the device could ever be chosen: were it idle and free, would the request take it?
+ * Only --exclude and what the device is (a MIG-enabled GPU, an instance without a UUID) can
+ * still keep it out. */
+static bool could_be_chosen(const struct gpurun_device *device,
+			    const struct gpurun_request *request)
 {
-	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, allowed, request);
+	struct gpurun_device idle = *device;
+	struct gpurun_request any_load = *request;
+
+	idle.lost = false;
+	idle.leased = false;
+	idle.load = 0;
+	idle.memory_used = 0;
+	idle.memory_free = 0;
+	any_load.min_free_mib = -INFINITY;
+	any_load.max_load = INFINITY;
+	any_load.max_memory = INFINITY;
+	any_load.include_nan = true;
+	return gpurun_device_available(&idle, &any_load);
+}
+
+/* Busy: the job's vendor's, in the mask, such as could ever be chosen (not excluded, no MIG
+ * instance without a UUID), yet not available now (a lost GPU among them). */
+static void count_devices(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
+			  const bool *allowed, const struct gpurun_request *request,
+			  size_t available, struct gpurun_progress *progress)
+{
+	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, mask, request);
 	size_t in_play = 0;
 
 	for (size_t i = 0; i < snapshot->count; i++)
 		in_play += allowed[i] && snapshot->devices[i].vendor == vendor &&
-			   !gpurun_device_excluded(&snapshot->devices[i], request);
+			   could_be_chosen(&snapshot->devices[i], request);
 	progress->available = available;
 	progress->busy = in_play > available ? in_play - available : 0;
 }
@@ -325,8 +346,9 @@ static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	if (!allowed)
 		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	*available = gpurun_select(snapshot, allowed, waiter->request, candidates);
-	*available = gpurun_select_vendor(snapshot, allowed, waiter->request, candidates, *available);
-	count_devices(snapshot, allowed, waiter->request, *available, progress);
+	*available = gpurun_select_vendor(snapshot, &choice->mask, waiter->request, candidates,
+					  *available);
+	count_devices(snapshot, &choice->mask, allowed, waiter->request, *available, progress);
 	free(allowed);
 	return 0;
 }
@@ -367,27 +389,6 @@ static int take_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	return status;
 }
 
-/* Whether the device could ever be chosen: were it idle and free, would the request take it?
- * Only --exclude and what the device is (a MIG-enabled GPU, an instance without a UUID) can
- * still keep it out. */
-static bool could_be_chosen(const struct gpurun_device *device,
-			    const struct gpurun_request *request)
-{
-	struct gpurun_device idle = *device;
-	struct gpurun_request any_load = *request;
-
-	idle.lost = false;
-	idle.leased = false;
-	idle.load = 0;
-	idle.memory_used = 0;
-	idle.memory_free = 0;
-	any_load.min_free_mib = -INFINITY;
-	any_load.max_load = INFINITY;
-	any_load.max_memory = INFINITY;
-	any_load.include_nan = true;
-	return gpurun_device_available(&idle, &any_load);
-}
-
 /* The masks are read once and the devices do not come and go: the devices the request could
  * ever take (inside the masks, of the job's vendor, not excluded) decide, at the first look, the
  * waiter's pool (every waiter for exactly these devices shares one line) and whether waiting
@@ -407,7 +408,7 @@ static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choic
 		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 		goto done;
 	}
-	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, allowed, waiter->request);
+	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, &choice->mask, waiter->request);
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
 

@@ -192,7 +192,7 @@ static void parse_report(char *text, struct gpurun_cuda_order *order)
 		}
 	}
 	snprintf(order->failure, sizeof(order->failure),
-		 "the CUDA driver could not say: its process ended without an answer");
+		 "the CUDA driver could not say: its process gave no answer");
 }
 
 void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order)

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define GPURUN_VERSION "0.1.0"
+#define GPURUN_VERSION "0.2.0"
 
 /* Exit statuses of the gpurun command; library calls report the same numbers in
  * struct gpurun_error so that a front end can exit with them unchanged. */
@@ -307,6 +307,9 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot, const struct gpuru
 void gpurun_mask_free(struct gpurun_mask *mask);
 /* "not named by CUDA_VISIBLE_DEVICES", ...: a verdict as --explain says it. */
 const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict);
+/* Whether the inherited masks leave the device to the job: allowed, or a MIG-enabled GPU (never
+ * chosen itself: its instances are). */
+bool gpurun_mask_leaves(const struct gpurun_mask *mask, size_t position);
 
 /* Marks in allowed[] (one per snapshot device) the devices an inherited CUDA_VISIBLE_DEVICES
  * value permits, integers in PCI order. NULL value: every device that can be chosen (not a
@@ -346,13 +349,14 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
 size_t gpurun_select(const struct gpurun_snapshot *snapshot, const bool *allowed,
 		     const struct gpurun_request *request, size_t *candidates);
 
-/* One hand-off names one vendor's GPUs: NVIDIA's where `allowed` (NULL: all) and --exclude
- * leave any NVIDIA device at all, busy or not; else AMD's. */
-enum gpurun_vendor gpurun_job_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
+/* One hand-off names one vendor's GPUs: NVIDIA's where the inherited masks (NULL: none; see
+ * gpurun_mask_leaves) and --exclude leave any NVIDIA GPU at all, busy or not; else AMD's. */
+enum gpurun_vendor gpurun_job_vendor(const struct gpurun_snapshot *snapshot,
+				      const struct gpurun_mask *mask,
 				      const struct gpurun_request *request);
 /* Keeps in candidates[] (as gpurun_select ordered them) only the devices of the job's vendor.
  * Returns how many are left. */
-size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
+size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
 			    const struct gpurun_request *request, size_t *candidates, size_t count);
 
 /* ---- leases ------------------------------------------------------------------------------- */

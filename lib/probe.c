@@ -71,7 +71,7 @@ int gpurun_probe(const struct gpurun_request *request, struct gpurun_snapshot *s
 {
 	enum gpurun_source source = request ? request->source : GPURUN_SOURCE_AUTO;
 	enum gpurun_vendor_filter vendor = request ? request->vendor : GPURUN_VENDOR_ANY;
-	double smi_timeout_s = request ? request->smi_timeout_s : 0;   /* 0: nvidia-smi's default */
+	double smi_timeout_s = request ? request->smi_timeout_s : 0;   /* 0: probe_smi's 10 s */
 	bool want_nvidia = source != GPURUN_SOURCE_AMDGPU && vendor != GPURUN_VENDOR_ONLY_AMD;
 	bool want_amd = (source == GPURUN_SOURCE_AUTO || source == GPURUN_SOURCE_AMDGPU) &&
 			vendor != GPURUN_VENDOR_ONLY_NVIDIA;

@@ -324,6 +324,14 @@ static bool is_pid(const char *name, unsigned *pid)
 	return true;
 }
 
+/* Kernel threads (and zombies) have none, and hold no DRM file: unseen, they are not missed. */
+static bool has_command_line(int pid_fd)
+{
+	char start[2];
+
+	return sysfs_read_at(pid_fd, "cmdline", start, sizeof(start)) != 0;
+}
+
 static int scan_amd_processes(struct gpurun_snapshot *snapshot, struct gpurun_error *err)
 {
 	char path[PATH_MAX];
@@ -366,7 +374,7 @@ static int scan_amd_processes(struct gpurun_snapshot *snapshot, struct gpurun_er
 		memset(usage.uses, 0, snapshot->count * sizeof(*usage.uses));
 		memset(usage.vram_bytes, 0, snapshot->count * sizeof(*usage.vram_bytes));
 		usage.seen_count = 0;
-		if (!scan_process(snapshot, pid_fd, &usage))
+		if (!scan_process(snapshot, pid_fd, &usage) && has_command_line(pid_fd))
 			snapshot->processes_unseen++;
 		close(pid_fd);
 		for (size_t i = 0; i < snapshot->count && status == 0; i++)

@@ -384,7 +384,7 @@ int gpurun_report_table_with(FILE *out, const struct gpurun_snapshot *snapshot,
 			put_lease(out, &snapshot->devices[d]);
 	if (options->processes && snapshot->processes_unseen > 0)
 		fprintf(out, "%zu process%s of other users could not be looked at (their descriptors "
-			     "need root): any GPU use of %s is not listed\n",
+			     "need root): any AMD GPU use of %s is not listed\n",
 			snapshot->processes_unseen, snapshot->processes_unseen == 1 ? "" : "es",
 			snapshot->processes_unseen == 1 ? "it" : "theirs");
 	return fflush(out) == 0 && !ferror(out) ? 0 : -1;

@@ -292,23 +292,28 @@ static int store_copy(struct parser *p, char **field, const char *value)
 	return 0;
 }
 
-/* An index ("3"), or a UUID or the start of one ("GPU-c37e0b91", "MIG-..."): hex digits and
- * dashes after the prefix. */
+/* An index ("3"), or a UUID or the start of one: "GPU-c37e0b91", "MIG-..." and, from drivers
+ * before R470, "MIG-GPU-<uuid>/<gpu instance>/<compute instance>". */
 static bool is_exclusion_word(const char *word, size_t length)
 {
+	size_t prefix = length > 8 && strncasecmp(word, "MIG-GPU-", 8) == 0 ? 8
+			: length > 4 && (strncasecmp(word, "GPU-", 4) == 0 ||
+					 strncasecmp(word, "MIG-", 4) == 0) ? 4 : 0;
+	const char *allowed = prefix == 8 ? "0123456789abcdefABCDEF-/" : "0123456789abcdefABCDEF-";
 	size_t digits = 0;
 
-	if (length > 4 && (strncasecmp(word, "GPU-", 4) == 0 || strncasecmp(word, "MIG-", 4) == 0)) {
-		for (size_t i = 4; i < length; i++) {
-			if (!word[i] || !strchr("0123456789abcdefABCDEF-", word[i]))
+	if (prefix > 0) {
+		for (size_t i = prefix; i < length; i++) {
+			if (!word[i] || !strchr(allowed, word[i]))
 				return false;
-			digits += word[i] != '-';
+			digits += word[i] != '-' && word[i] != '/';
 		}
 		return digits > 0;
 	}
 	for (size_t i = 0; i < length; i++)
 		if (word[i] < '0' || word[i] > '9')
 			return false;
+	/* Nine digits hold every index a machine has; more could overflow the comparison. */
 	return length > 0 && length <= 9;
 }
 
@@ -530,7 +535,10 @@ static int check_consistency(struct parser *p)
 		return reject(p, GPURUN_EXIT_USAGE, "--source amdgpu reads AMD GPUs only, not --vendor nvidia");
 	if (p->seed_seen && request->order != GPURUN_ORDER_RANDOM)
 		return reject(p, GPURUN_EXIT_USAGE, "--seed needs --order random");
-	if (p->command_line && request->preload_lib && !request->lazy)
+	if (!p->command_line && request->preload_lib)
+		return reject(p, GPURUN_EXIT_USAGE, "--preload-lib is the gpurun command's: the "
+						    "library is already loaded");
+	if (request->preload_lib && !request->lazy)
 		return reject(p, GPURUN_EXIT_USAGE, "--preload-lib needs --lazy");
 	/* The preload library chooses when the program starts CUDA, which HIP programs never do. */
 	if (request->lazy &&

@@ -82,20 +82,22 @@ void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
  * both, the vendor must not depend on which GPUs happen to be free, or a CUDA job would be
  * handed an AMD GPU while it goes on to use a busy NVIDIA one. NVIDIA, as for every CUDA
  * program, unless this job may use none; --vendor amd asks for AMD outright. */
-enum gpurun_vendor gpurun_job_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
+enum gpurun_vendor gpurun_job_vendor(const struct gpurun_snapshot *snapshot,
+				      const struct gpurun_mask *mask,
 				      const struct gpurun_request *request)
 {
 	for (size_t i = 0; i < snapshot->count; i++)
-		if (snapshot->devices[i].vendor == GPURUN_VENDOR_NVIDIA && (!allowed || allowed[i]) &&
+		if (snapshot->devices[i].vendor == GPURUN_VENDOR_NVIDIA &&
+		    (!mask || gpurun_mask_leaves(mask, i)) &&
 		    !gpurun_device_excluded(&snapshot->devices[i], request))
 			return GPURUN_VENDOR_NVIDIA;
 	return GPURUN_VENDOR_AMD;
 }
 
-size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const bool *allowed,
+size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
 			    const struct gpurun_request *request, size_t *candidates, size_t count)
 {
-	enum gpurun_vendor chosen = gpurun_job_vendor(snapshot, allowed, request);
+	enum gpurun_vendor chosen = gpurun_job_vendor(snapshot, mask, request);
 	size_t kept = 0;
 
 	for (size_t i = 0; i < count; i++)

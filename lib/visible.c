@@ -542,15 +542,15 @@ static void parse_visible(const struct gpurun_snapshot *snapshot,
 		parse->target_count = 0;
 }
 
-/* Marks the devices a named device stands for: itself, or a MIG-enabled GPU's instances. */
+/* Marks the devices a named device stands for: itself, and a MIG-enabled GPU's instances (it
+ * stays named, though never chosen itself). */
 static void mark_named(const struct gpurun_snapshot *snapshot, size_t position, bool *named)
 {
 	const struct gpurun_device *device = &snapshot->devices[position];
 
-	if (!device->mig_enabled) {
-		named[position] = true;
+	named[position] = true;
+	if (!device->mig_enabled)
 		return;
-	}
 	for (size_t i = 0; i < snapshot->count; i++)
 		if (is_instance(&snapshot->devices[i]) &&
 		    snapshot->devices[i].mig_parent == device->index)
@@ -636,9 +636,16 @@ static void describe_order(const struct parse *parse, const struct gpurun_cuda_o
 
 /* ---- the mask ------------------------------------------------------------------------------ */
 
+static bool is_mig_verdict(enum gpurun_mask_verdict verdict)
+{
+	return verdict == GPURUN_MASK_MIG_ENABLED || verdict == GPURUN_MASK_MIG_MODE_UNKNOWN;
+}
+
+/* The first rule that leaves a device out names the reason. A MIG-enabled GPU is never chosen
+ * itself, but only a rule leaves it out of the job altogether: that verdict replaces its own. */
 static void exclude(struct gpurun_mask *mask, size_t position, enum gpurun_mask_verdict verdict)
 {
-	if (mask->verdicts[position] == GPURUN_MASK_ALLOWED)
+	if (mask->verdicts[position] == GPURUN_MASK_ALLOWED || is_mig_verdict(mask->verdicts[position]))
 		mask->verdicts[position] = verdict;
 	mask->allowed[position] = false;
 }
@@ -931,7 +938,7 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 		bool named_any = false;
 
 		for (size_t i = 0; named && i < snapshot->count; i++)
-			named_any |= named[i];
+			named_any |= named[i] && !snapshot->devices[i].mig_enabled;
 		value = quoted(value, shown, sizeof(shown));
 		if (parse.duplicate)
 			add(why, "CUDA_VISIBLE_DEVICES=%s names a GPU twice, and CUDA then shows no GPU",
@@ -1029,6 +1036,11 @@ const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict)
 		return "MIG mode unknown: it may be split, so only MIG instances NVML lists can be chosen";
 	}
 	return "unknown";
+}
+
+bool gpurun_mask_leaves(const struct gpurun_mask *mask, size_t position)
+{
+	return mask->allowed[position] || is_mig_verdict(mask->verdicts[position]);
 }
 
 int gpurun_visible_mask(const struct gpurun_snapshot *snapshot, const char *cuda_visible_devices,

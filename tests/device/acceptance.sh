@@ -329,7 +329,7 @@ compare_check() {
 # hand: libgpurun.a, gpurun, the preload library, the two benchmarks, and in the dry run the fakes.
 build_without_make() {
 	local flags=(-std=gnu11 -Wall -Wextra -O2 -g -fPIC -Ilib -D_GNU_SOURCE
-		-DGPURUN_LIBDIR="\"/usr/local/lib\"") source object hidden pids=() pid
+		-DGPURUN_LIBDIR="\"/usr/local/lib\"") source object hidden pids=() pid failed=0
 	local lib=() launcher=() preload=()
 	mkdir -p "$B/obj/lib" "$B/obj/launcher" "$B/obj/preload" "$B/bench" "$B/fakes" || return 1
 	# Every source at once, as make -j would.
@@ -343,7 +343,8 @@ build_without_make() {
 		gcc "${flags[@]}" $hidden -c "$source" -o "$object" &
 		pids+=($!)
 	done
-	for pid in "${pids[@]}"; do wait "$pid" || return 1; done
+	for pid in "${pids[@]}"; do wait "$pid" || failed=1; done      # every compiler finishes
+	[ "$failed" = 0 ] || return 1
 	rm -f "$B/libgpurun.a" && ar rcs "$B/libgpurun.a" "${lib[@]}" &&
 		gcc "${flags[@]}" -o "$GPURUN" "${launcher[@]}" "$B/libgpurun.a" -ldl -lm &&
 		gcc "${flags[@]}" -shared -fvisibility=hidden -Wl,--exclude-libs,ALL \

@@ -125,6 +125,16 @@ assert gpus[0]["temperature.gpu"] == 71 and gpus[0]["power.draw"] == 287.5
 assert gpus[0]["processes"] == [{"pid": 4242, "username": "root", "command": "python3 train.py --lr 3e-4", "gpu_memory_usage": 59392}], gpus[0]["processes"]
 assert gpus[3]["processes"] == []
 ' <"$SCRATCH/stdout"; then ok "--show --json: AMD GPUs with gpustat keys and their processes"; else not_ok "--show --json: AMD GPUs with gpustat keys and their processes" "$OUT_TEXT"; fi
+# A kernel thread (no command line) holds no DRM file: unreadable, it is not counted as unseen.
+cp -a "$AMD/four" "$SCRATCH/four-kthread"
+mkdir "$SCRATCH/four-kthread/proc/9999"
+: >"$SCRATCH/four-kthread/proc/9999/fd"
+: >"$SCRATCH/four-kthread/proc/9999/cmdline"
+printf 'kworker/0:1\n' >"$SCRATCH/four-kthread/proc/9999/comm"
+GPURUN_SYSFS_ROOT=$SCRATCH/four-kthread run "$GPURUN" --show --processes
+has_stdout_line() { grep -q -- "$1" <<<"$OUT_TEXT"; }
+check "a kernel thread whose descriptors cannot be read is not counted as unseen" \
+	has_stdout_line "^1 process of other users could not be looked at"
 GPURUN_SYSFS_ROOT=$AMD/broken run "$GPURUN" --show --all --wide
 compare_table "broken cards: the readable ones, unknown fields as nan and [N/A]" "$EXPECTED/amd-broken.table"
 GPURUN_SYSFS_ROOT=$AMD/broken run "$GPURUN" --print --include-nan
@@ -218,6 +228,14 @@ ROCR_VISIBLE_DEVICES= run "$GPURUN" --print --order memory --vendor amd
 expect_error "ROCR_VISIBLE_DEVICES empty: no AMD GPU" 75 "no GPU may be chosen|wanted 1 GPU"
 ROCR_VISIBLE_DEVICES= run "$GPURUN" --print --order memory
 expect "ROCR_VISIBLE_DEVICES masks AMD GPUs only" 0 "2"
+run "$GPURUN" --print --explain --exclude 2,3
+has_line "both vendors: --explain says an AMD GPU is not this job's, not that it is not needed" \
+	"^gpurun: GPU 5 \(GPU-0c5e61f7a9b0d4e2\): an AMD GPU: this job gets NVIDIA GPUs \(--vendor amd for a ROCm job\)$"
+# A MIG-enabled NVIDIA GPU with no instance is still the job's: a CUDA job is not sent to AMD.
+printf 'gpu\nmemory 81920 0\nmig on\n' >"$SCRATCH/mig-only.fixture"
+GPURUN_FAKE_FIXTURE=$SCRATCH/mig-only.fixture run "$GPURUN" --print
+expect_error "both vendors: a MIG-enabled NVIDIA GPU without instances is no reason to hand out AMD" \
+	75 "wanted 1 GPU"
 run "$GPURUN" --print --explain --order memory --vendor amd
 if [ "$STATUS" = 0 ] && grep -q "GPU 3 (GPU-3a90a60dbaf2e93f): chosen" <<<"$ERR_TEXT" &&
 	grep -q "GPU 0 (GPU-b39adaf836600b31): load 97%" <<<"$ERR_TEXT"; then

@@ -81,8 +81,9 @@ run "$BUILD/examples/pick" "--limit 2 --order free"
 	ok "the example built by make check runs (--limit 2 --order free: 2,3)" ||
 	not_ok "the example built by make check runs" "status $STATUS" "$OUT_TEXT" "$ERR_TEXT"
 
-# The man page: it renders cleanly and describes every option gpurun accepts.
+# The man page: it renders cleanly, names this version and describes every option gpurun accepts.
 MAN=$PREFIX/share/man/man1/gpurun.1
+check "gpurun.1 names version $VERSION" grep -q "^\.TH GPURUN 1 .* \"gpurun $VERSION\"" "$MAN"
 if command -v groff >/dev/null; then
 	warnings=$(groff -man -Tutf8 -ww "$MAN" 2>&1 >/dev/null)
 	check "gpurun.1 renders without warnings${warnings:+: $warnings}" test -z "$warnings"
@@ -131,8 +132,10 @@ if command -v systemd-tmpfiles >/dev/null; then
 	mkdir -p "$SCRATCH/boot/tmp"
 	systemd-tmpfiles --create --root="$SCRATCH/boot" "$PREFIX/lib/tmpfiles.d/gpurun.conf" \
 		>"$SCRATCH/tmpfiles.log" 2>&1
-	made=$(stat -c '%a %U' "$SCRATCH/boot/tmp/gpurun" 2>/dev/null)
-	check "systemd-tmpfiles makes /tmp/gpurun root's, mode 1777 (got '$made')" test "$made" = "1777 root"
+	made=$(stat -c '%a %U' "$SCRATCH/boot/tmp/gpurun" "$SCRATCH/boot/tmp/gpurun/queue" 2>/dev/null |
+		paste -sd,)
+	check "systemd-tmpfiles makes /tmp/gpurun and its queue root's, mode 1777 (got '$made')" \
+		test "$made" = "1777 root,1777 root"
 else
 	skip "systemd-tmpfiles makes /tmp/gpurun root's, mode 1777" "systemd-tmpfiles is not installed"
 fi

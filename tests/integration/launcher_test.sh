@@ -133,6 +133,11 @@ run timeout 20 "$GPURUN" --limit 1 sh -c '"$0" --wait --limit 1 sh -c "echo \$CU
 expect "a nested gpurun keeps the job's GPU, with --wait and with --print" 0 "2
 2"
 has_line "... and -v says why nothing is chosen" "^gpurun: GPURUN_CHOSEN=2: this job's GPUs are chosen already"
+# Inside a job that fell back to the CPU, a nested gpurun decides by its own options.
+run "$GPURUN" --cpu-fallback --exclude 0,1,2,3 sh -c '"$0" --print' "$GPURUN"
+expect "a nested --print in a --cpu-fallback job without a GPU fails as a --print does" 75
+has_line "... saying that the job's CUDA_VISIBLE_DEVICES allows no GPU" \
+	"^gpurun: no GPU may be chosen: CUDA_VISIBLE_DEVICES is empty"
 
 # What gpurun prints is the answer itself: a failed write is an error, said on stderr.
 for words in "--print" "--version" "--help" "--print --cpu-fallback --limit 9"; do
@@ -168,7 +173,7 @@ else
 	not_ok "--help names every option" "status $STATUS"
 fi
 run "$GPURUN" --version
-expect "--version" 0 "gpurun 0.1.0"
+expect "--version" 0 "gpurun $(sed -n 's/^#define GPURUN_VERSION "\(.*\)"/\1/p' "$ROOT/lib/gpurun.h")"
 
 # --- no GPU information -------------------------------------------------------------------
 GPURUN_NVML_LIB=$SCRATCH/none.so GPURUN_NVIDIA_SMI=$SCRATCH/no-smi run "$GPURUN" --print

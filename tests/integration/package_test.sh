@@ -25,7 +25,8 @@ if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$ROOT" --no-print-director
 	not_ok "make deb" "$(tail -n 20 "$SCRATCH/deb.log")"
 	exit 1
 fi
-deb=$(ls "$ROOT"/build-deb/gpurun_*.deb 2>/dev/null | head -n 1)
+VERSION=$(sed -n 's/^#define GPURUN_VERSION "\(.*\)"/\1/p' "$ROOT/lib/gpurun.h")
+deb=$(ls "$ROOT"/build-deb/gpurun_"$VERSION"_*.deb 2>/dev/null | head -n 1)
 check "make deb builds build-deb/$(basename "${deb:-none}")" test -n "$deb"
 [ -n "$deb" ] || exit 1
 
@@ -48,7 +49,6 @@ ok "dpkg -i $(basename "$deb")"
 # Whatever happens next, the system is left as it was found.
 trap 'dpkg -r gpurun >/dev/null 2>&1; rm -rf "$SCRATCH"' EXIT
 
-VERSION=$(sed -n 's/^#define GPURUN_VERSION "\(.*\)"/\1/p' "$ROOT/lib/gpurun.h")
 run /usr/bin/gpurun --version
 expect "the packaged gpurun --version" 0 "gpurun $VERSION"
 use_fixture four.fixture

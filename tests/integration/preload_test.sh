@@ -445,7 +445,7 @@ mkdir -p "$SCRATCH/with space"
 cp "$PRELOAD" "$SCRATCH/with space/"
 run "$GPURUN" --lazy --preload-lib "$SCRATCH/with space/libgpurun-preload.so" true
 expect_error "--preload-lib: a path LD_PRELOAD cannot hold is refused" 2 "space or a colon"
-for not_a_library in "$SCRATCH" /etc/passwd; do
+for not_a_library in "$SCRATCH" /etc/passwd "$(type -P true)"; do
 	run "$GPURUN" --lazy --preload-lib "$not_a_library" true
 	expect_error "--preload-lib $not_a_library: not a shared library, a usage error" 2 \
 		"is not a shared library"
@@ -460,7 +460,11 @@ expect "a relative --lock-dir reaches the library absolute" 0 \
 GPURUN_LOCK_DIR=rel-locks run "$GPURUN" --lazy sh -c "$SHOW_PRELOAD"
 expect "a relative GPURUN_LOCK_DIR reaches the library absolute" 0 \
 	"$PRELOAD|--lazy --lock-dir $SCRATCH/cwd/rel-locks"
-cd - >/dev/null || exit 1
+mkdir "$SCRATCH/gone" && cd "$SCRATCH/gone" && rmdir "$SCRATCH/gone"
+run "$GPURUN" --lazy --lock-dir rel-locks true
+expect_error "... and one that cannot be made absolute is said so" 2 \
+	"cannot make the lock directory 'rel-locks' absolute"
+cd "$ROOT" || exit 1
 
 mkdir -p "$SCRATCH/lock dir"
 : >"$RECORD"

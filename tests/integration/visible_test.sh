@@ -121,7 +121,7 @@ expect "CUDA_DEVICE_ORDER=FASTEST_FIRST asks the driver too" 0 "4"
 { cat "$FIXTURES/eight.fixture"; echo cuda_lingers; } >"$SCRATCH/lingers.fixture"
 CUDA_VISIBLE_DEVICES=0 GPURUN_FAKE_FIXTURE=$SCRATCH/lingers.fixture run_timed timeout 20 "$GPURUN" --print
 expect "a driver that goes quiet but does not exit: PCI order, with a warning" 0 "0"
-has_line "... the warning says the driver gave no answer" "the CUDA driver could not say: its process ended without an answer"
+has_line "... the warning says the driver gave no answer" "the CUDA driver could not say: its process gave no answer"
 expect_took "... after a grace of 2 s, not a hang" 1.9 6
 
 CUDA_VISIBLE_DEVICES=0,9 run "$GPURUN" --print --limit all

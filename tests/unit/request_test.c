@@ -336,6 +336,8 @@ static void exclude_word_that_could_name_no_gpu_is_an_error(void **state)
 	assert_usage_naming(PARSE("--exclude", "c37e0b91", "true"), "--exclude: 'c37e0b91'");
 	assert_usage_naming(PARSE("--exclude", "1234567890", "true"), "--exclude: '1234567890'");
 	assert_parsed(PARSE("--exclude", "mig-0A-1,gpu-C37E,007", "true"));
+	assert_parsed(PARSE("--exclude", "MIG-GPU-c37e0b91-5a28-4f6d-8e14-b92a6c0d7f35/1/0", "true"));
+	assert_usage_naming(PARSE("--exclude", "GPU-c37e/1", "true"), "--exclude: 'GPU-c37e/1'");
 }
 
 static void exclude_empty_entry_is_an_error(void **state)
@@ -853,14 +855,20 @@ static void string_errors_name_the_variable(void **state)
 
 static void string_values_are_owned(void **state)
 {
-	char options[] = "--lock-dir /locks --exclude 1,2 --preload-lib /p.so";
+	char options[] = "--lock-dir /locks --exclude 1,2";
 
 	(void)state;
 	assert_parsed(parse_string(options));
 	memset(options, 'x', sizeof(options) - 1);
 	assert_string_equal(request.lock_dir, "/locks");
 	assert_string_equal(request.exclude, "1,2");
-	assert_string_equal(request.preload_lib, "/p.so");
+}
+
+static void string_preload_lib_is_the_commands(void **state)
+{
+	(void)state;
+	assert_int_equal(parse_string("--lazy --preload-lib /p.so"), GPURUN_EXIT_USAGE);
+	assert_non_null(strstr(error.message, "GPURUN_OPTIONS: --preload-lib is the gpurun command's"));
 }
 
 static void string_empty_quotes_are_an_empty_value(void **state)
@@ -1038,6 +1046,7 @@ int main(void)
 		TEST(string_command_after_double_dash_is_an_error),
 		TEST(string_errors_name_the_variable),
 		TEST(string_values_are_owned),
+		TEST(string_preload_lib_is_the_commands),
 		TEST(string_empty_quotes_are_an_empty_value),
 		TEST(show_processes_wide),
 		TEST(processes_and_wide_need_show),

@@ -141,10 +141,16 @@ static void rocr_mask_stops_at_an_entry_naming_no_gpu(void **state)
 
 /* ---- one vendor per hand-off ------------------------------------------------------------------- */
 
-static size_t select_vendor(const bool *allowed, const size_t *order, size_t count, size_t *kept)
+/* The masks' answer: allowed[] (NULL: no mask), a device left out as not named. */
+static size_t select_vendor(bool *allowed, const size_t *order, size_t count, size_t *kept)
 {
+	enum gpurun_mask_verdict verdicts[8];
+	struct gpurun_mask mask = { .allowed = allowed, .verdicts = verdicts, .count = snapshot.count };
+
+	for (size_t i = 0; allowed && i < snapshot.count; i++)
+		verdicts[i] = allowed[i] ? GPURUN_MASK_ALLOWED : GPURUN_MASK_NOT_VISIBLE;
 	memcpy(kept, order, count * sizeof(*order));
-	return gpurun_select_vendor(&snapshot, allowed, &request, kept, count);
+	return gpurun_select_vendor(&snapshot, allowed ? &mask : NULL, &request, kept, count);
 }
 
 static void nvidia_wherever_the_job_may_use_one(void **state)
@@ -186,6 +192,28 @@ static void amd_where_masks_or_exclude_leave_no_nvidia(void **state)
 	free(request.exclude);
 	request.exclude = strdup("0,GPU-00000001-1111-2222-3333-444444444444");
 	assert_int_equal(select_vendor(NULL, order, 5, kept), 3);
+}
+
+/* A MIG-enabled GPU is never chosen itself, yet it is the job's: with no instance listed, the
+ * job waits for NVIDIA rather than run a CUDA program beside an AMD hand-off. */
+static void a_mig_gpu_left_by_the_masks_is_nvidia_enough(void **state)
+{
+	(void)state;
+	size_t kept[8];
+	static const size_t amd_free[] = { 1, 2 };
+	enum gpurun_mask_verdict verdicts[3] = { GPURUN_MASK_MIG_ENABLED, GPURUN_MASK_ALLOWED,
+						 GPURUN_MASK_ALLOWED };
+	bool allowed[3] = { false, true, true };
+	struct gpurun_mask mask = { .allowed = allowed, .verdicts = verdicts, .count = 3 };
+
+	machine(1, 2);
+	snapshot.devices[0].mig_enabled = true;
+	memcpy(kept, amd_free, sizeof(amd_free));
+	assert_int_equal(gpurun_select_vendor(&snapshot, &mask, &request, kept, 2), 0);
+	verdicts[0] = GPURUN_MASK_MIG_MODE_UNKNOWN;
+	assert_int_equal(gpurun_job_vendor(&snapshot, &mask, &request), GPURUN_VENDOR_NVIDIA);
+	verdicts[0] = GPURUN_MASK_NOT_VISIBLE;  /* CUDA_VISIBLE_DEVICES leaves it out */
+	assert_int_equal(gpurun_job_vendor(&snapshot, &mask, &request), GPURUN_VENDOR_AMD);
 }
 
 /* ---- the hand-off ------------------------------------------------------------------------------- */
@@ -237,6 +265,7 @@ int main(void)
 		TEST(rocr_mask_stops_at_an_entry_naming_no_gpu),
 		TEST(nvidia_wherever_the_job_may_use_one),
 		TEST(amd_where_masks_or_exclude_leave_no_nvidia),
+		TEST(a_mig_gpu_left_by_the_masks_is_nvidia_enough),
 		TEST(amd_choice_goes_to_rocr_in_amd_numbering),
 	};
 

@@ -193,7 +193,8 @@ static void rules_say_where_the_list_ends(void **state)
 	assert_rules_mention("PCI order (the GPUs are all one model");
 	assert_int_equal(mask.verdicts[0], GPURUN_MASK_NOT_VISIBLE);
 	assert_int_equal(mask.verdicts[2], GPURUN_MASK_ALLOWED);
-	assert_int_equal(mask.verdicts[3], GPURUN_MASK_MIG_ENABLED);
+	/* Not named, the MIG-enabled GPU is out of the job altogether, and says so. */
+	assert_int_equal(mask.verdicts[3], GPURUN_MASK_NOT_VISIBLE);
 }
 
 static void nothing_allowed_says_why(void **state)
@@ -221,6 +222,11 @@ static void mig_gpu_is_never_allowed_itself(void **state)
 	inherited.cuda_visible_devices = "3";
 	apply(NULL);
 	assert_rules_mention("GPU 3 (MIG enabled: its 2 instances)");
+	assert_int_equal(mask.verdicts[3], GPURUN_MASK_MIG_ENABLED);   /* named: still the job's */
+	assert_true(gpurun_mask_leaves(&mask, 3));
+	inherited.cuda_visible_devices = "0";
+	apply(NULL);
+	assert_false(gpurun_mask_leaves(&mask, 3));
 }
 
 /* A MIG GPU without instances contributes nothing, and an index naming it is still valid. */
