@@ -77,8 +77,17 @@ static bool could_be_chosen(const struct gpurun_device *device,
 	return gpurun_device_available(&idle, &any_load);
 }
 
-/* Busy: the job's vendor's, in the mask, such as could ever be chosen (not excluded, no MIG
- * instance without a UUID), yet not available now (a lost GPU among them). */
+/* Whether the job could ever take the device: inside the masks (allowed), of the job's vendor,
+ * and such as could be chosen. The waiting line, "waiting cannot help" and the busy count all
+ * speak of these devices. */
+static bool within_reach(const struct gpurun_device *device, bool allowed,
+			 enum gpurun_vendor vendor, const struct gpurun_request *request)
+{
+	return allowed && device->vendor == vendor && could_be_chosen(device, request);
+}
+
+/* Busy: within reach (not excluded, no MIG instance without a UUID), yet not available now (a
+ * lost GPU among them). */
 static void count_devices(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
 			  const bool *allowed, const struct gpurun_request *request,
 			  size_t available, struct gpurun_progress *progress)
@@ -87,8 +96,7 @@ static void count_devices(const struct gpurun_snapshot *snapshot, const struct g
 	size_t in_play = 0;
 
 	for (size_t i = 0; i < snapshot->count; i++)
-		in_play += allowed[i] && snapshot->devices[i].vendor == vendor &&
-			   could_be_chosen(&snapshot->devices[i], request);
+		in_play += within_reach(&snapshot->devices[i], allowed[i], vendor, request);
 	progress->available = available;
 	progress->busy = in_play > available ? in_play - available : 0;
 }
@@ -389,10 +397,9 @@ static int take_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 	return status;
 }
 
-/* The masks are read once and the devices do not come and go: the devices the request could
- * ever take (inside the masks, of the job's vendor, not excluded) decide, at the first look, the
- * waiter's pool (every waiter for exactly these devices shares one line) and whether waiting
- * could ever help. */
+/* The masks are read once and the devices do not come and go: the devices within reach decide,
+ * at the first look, the waiter's pool (every waiter for exactly these devices shares one line)
+ * and whether waiting could ever help. */
 static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choice,
 			struct gpurun_error *err)
 {
@@ -412,7 +419,7 @@ static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choic
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
 
-		if (!allowed[i] || device->vendor != vendor || !could_be_chosen(device, waiter->request))
+		if (!within_reach(device, allowed[i], vendor, waiter->request))
 			continue;
 		lease_file_name(device, names[key_count], sizeof(names[key_count]));
 		keys[key_count] = names[key_count];

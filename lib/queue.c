@@ -156,8 +156,8 @@ int queue_join(struct queue *queue, struct gpurun_error *err)
 				   queue->path, strerror(errno));
 	clock_gettime(CLOCK_REALTIME, &now);
 	/* Zero-padded nanoseconds sort in arrival order; the draft's random part makes the name
-	 * unique. Readable by all whatever the umask: a ticket others cannot open would be taken
-	 * for a live one by them, but its owner's liveness could not be told. */
+	 * unique. Readable by all whatever the umask: others tell a live ticket by a look at its
+	 * lock, and take one they cannot open for a file planted in the line, not a waiter. */
 	snprintf(queue->ticket, sizeof(queue->ticket), "%s-%020llu-%.16s", queue->pool,
 		 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
 		 draft + strlen("draft-"));

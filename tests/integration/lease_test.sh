@@ -300,10 +300,7 @@ if timing_test "two waiters of different pools use no CPU while the GPUs are hel
 	waiter_a=$!
 	CUDA_VISIBLE_DEVICES=0 timeout 60 "$GPURUN" --wait --interval 30 "$RECORD_JOB" "$SCRATCH/pool-b.log" 100 2>/dev/null &
 	waiter_b=$!
-	for i in $(seq 200); do  # both in line, each at the head of its own
-		[ "$(ls "$GPURUN_LOCK_DIR/queue" | grep -vc ^draft-)" = 2 ] && break
-		sleep 0.05
-	done
+	await_tickets 2         # both in line, each at the head of its own
 	pid_a=$(pgrep -P "$waiter_a") pid_b=$(pgrep -P "$waiter_b")
 	before_a=$(cpu_ticks "$pid_a") before_b=$(cpu_ticks "$pid_b")
 	sleep 2
@@ -337,10 +334,7 @@ expect_error "... as does a --limit 2 waiter that its mask allows one GPU" 75 "l
 hold_both
 "$GPURUN" --wait --interval 30 true 2>/dev/null &
 head_waiter=$!
-for i in $(seq 200); do
-	[ -n "$(ls "$GPURUN_LOCK_DIR/queue")" ] && break
-	sleep 0.05
-done
+await_tickets 1
 run "$GPURUN" --attempts 2 --interval 0.1 --print
 expect_error "a waiter behind another reports the line, not counts it never took" 75 \
 	"^gpurun: wanted 1 GPU, 1 waiting ahead for the same GPUs after 2 attempts"
@@ -389,10 +383,7 @@ if command -v setpriv >/dev/null && command -v unshare >/dev/null && [ "$(id -u)
 	# A waiter whose umask is 077: its ticket must still tell other users it is there.
 	(umask 077 && exec "$GPURUN" --wait --interval 30 true 2>/dev/null) &
 	private_waiter=$!
-	for i in $(seq 200); do
-		[ -n "$(ls "$GPURUN_LOCK_DIR/queue" 2>/dev/null | grep -v ^draft-)" ] && break
-		sleep 0.05
-	done
+	await_tickets 1
 	run as_nobody "$GPURUN" --attempts 2 --interval 0.1 --print
 	expect_error "the ticket of a waiter with umask 077 counts for other users" 75 "1 waiting ahead"
 	# A file planted in the line, named as a ticket but readable by nobody: no waiter holds it,

@@ -102,6 +102,17 @@ has_line() {
 	if grep -Eq -- "$2" <<<"$ERR_TEXT"; then ok "$1"; else not_ok "$1" "status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"; fi
 }
 
+# await_tickets N: returns once the lock directory's waiting line holds N tickets (drafts aside),
+# or after 10 s (the check that follows then fails, saying what it saw).
+await_tickets() {
+	local i
+	for i in $(seq 200); do
+		[ "$(ls "$GPURUN_LOCK_DIR/queue" 2>/dev/null | grep -vc ^draft-)" -ge "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # check NAME CMD...: ok when CMD succeeds.
 check() {
 	local name=$1
