@@ -3,19 +3,17 @@
  * scheduled attempt, or until a lease is released or the waiter ahead of it leaves. */
 #include <errno.h>
 #include <math.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock_internal.h"
+#include "descriptors_internal.h"
 #include "gpurun.h"
 #include "in_flight_internal.h"
 #include "lease_internal.h"
@@ -715,37 +713,6 @@ void gpurun_choice_free(struct gpurun_choice *choice)
 		close(choice->watch_fd);
 	memset(choice, 0, sizeof(*choice));
 	choice->watch_fd = -1;
-}
-
-/* Closes every descriptor but `kept`: with close_range (Linux 5.9), else one by one as
- * /proc/self/fd lists them (read with getdents64: after fork, no allocation). */
-static void close_all_but(int kept)
-{
-#ifdef SYS_close_range
-	if ((kept == 0 || syscall(SYS_close_range, 0, kept - 1, 0) == 0) &&
-	    syscall(SYS_close_range, kept + 1, ~0U, 0) == 0)
-		return;
-#endif
-	char buffer[4096] __attribute__((aligned(8)));
-	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	long length;
-
-	if (dir < 0)
-		return;
-	/* Closing while listing: the listing is of numbers, and each is closed once. */
-	while ((length = syscall(SYS_getdents64, dir, buffer, sizeof(buffer))) > 0) {
-		for (long at = 0; at < length;) {
-			const struct dirent64 *entry = (const struct dirent64 *)(buffer + at);
-			char *end;
-			long fd = strtol(entry->d_name, &end, 10);
-
-			if (*entry->d_name >= '0' && *entry->d_name <= '9' && !*end && fd != kept &&
-			    fd != dir)
-				close((int)fd);
-			at += entry->d_reclen;
-		}
-	}
-	close(dir);
 }
 
 void gpurun_choice_close_watch_detached(struct gpurun_choice *choice)
