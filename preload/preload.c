@@ -78,9 +78,12 @@ static pthread_cond_t stage_changed = PTHREAD_COND_INITIALIZER;
 static enum stage stage = UNSTARTED;    /* written under stage_lock; read atomically outside it */
 static pthread_t busy_thread;           /* the thread in STARTING or CHOOSING */
 static struct gpurun_request request;   /* valid from WAITING on; written once, with WAITING */
-/* Whether this process's fork handlers are registered: a second registration (by a child that
- * configures again) would make prepare_fork lock stage_lock twice. */
-static bool fork_handlers_registered;
+/* The fork handlers are registered once per process, and a child inherits them: a second
+ * registration would make prepare_fork lock stage_lock twice. pthread_once serializes threads
+ * without a lock that a fork could leave held, and starts over in a child forked while it ran
+ * (glibc counts forks); the flag tells such a child whether the handlers were in place already. */
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+static bool fork_handlers_in_place;
 
 static void prepare_fork(void)
 {
@@ -96,8 +99,7 @@ static void after_fork_in_parent(void)
  * child will finish: the child takes that step again itself (it has not chosen anything). */
 static void after_fork_in_child(void)
 {
-	/* A fork right after the registration, before its flag was set, copies the handlers too. */
-	fork_handlers_registered = true;
+	fork_handlers_in_place = true;      /* it runs: they are */
 	if (!pthread_equal(busy_thread, pthread_self())) {
 		if (stage == STARTING)
 			stage = UNSTARTED;
@@ -117,26 +119,38 @@ static void enter(enum stage next)
 	pthread_cond_broadcast(&stage_changed);
 }
 
-/* Reads GPURUN_OPTIONS. Without it the library does nothing at all: no other getenv, no
- * allocation, no output, so that it is safe in /etc/ld.so.preload. */
+static void register_fork_handlers(void)
+{
+	if (!fork_handlers_in_place)
+		pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
+	fork_handlers_in_place = true;
+}
+
+/* GPURUN_OPTIONS, when it asks anything of this process; else NULL. Without it the library does
+ * nothing at all: no other getenv, no allocation, no output, so that it is safe in
+ * /etc/ld.so.preload. */
+static const char *options_for_this_process(void)
+{
+	/* A setuid program must not be steered by the environment of whoever started it. */
+	if (getauxval(AT_SECURE))
+		return NULL;
+	const char *options = getenv("GPURUN_OPTIONS");
+	if (!options || !*options)
+		return NULL;
+	/* An ancestor chose (gpurun, or this library in a parent): this process keeps its GPUs. */
+	if (getenv("GPURUN_CHOSEN"))
+		return NULL;
+	return options;
+}
+
 static enum stage configure(void)
 {
 	struct gpurun_request parsed;
 	struct gpurun_error err;
+	const char *options = options_for_this_process();
 
-	/* A setuid program must not be steered by the environment of whoever started it. */
-	if (getauxval(AT_SECURE))
+	if (!options)
 		return INERT;
-	const char *options = getenv("GPURUN_OPTIONS");
-	if (!options || !*options)
-		return INERT;
-	/* An ancestor chose (gpurun, or this library in a parent): this process keeps its GPUs. */
-	if (getenv("GPURUN_CHOSEN"))
-		return INERT;
-	if (!fork_handlers_registered) {
-		pthread_atfork(prepare_fork, after_fork_in_parent, after_fork_in_child);
-		fork_handlers_registered = true;
-	}
 	gpurun_request_init(&parsed);
 	if (gpurun_request_parse_string(&parsed, options, &err) != 0)
 		die(err.status, err.message);
@@ -242,10 +256,20 @@ static void step_once(enum stage from, enum stage during, enum stage (*step)(voi
 	pthread_mutex_unlock(&stage_lock);
 }
 
+/* Reads GPURUN_OPTIONS, once per process. The fork handlers are in place before that step
+ * begins: a fork in the middle of it must find them, or its child waits for ever for a step that
+ * a thread left behind in the parent is taking. */
+static void configure_once(void)
+{
+	if (__atomic_load_n(&stage, __ATOMIC_ACQUIRE) == UNSTARTED && options_for_this_process())
+		pthread_once(&fork_handlers_once, register_fork_handlers);
+	step_once(UNSTARTED, STARTING, configure);
+}
+
 /* Eager mode chooses here, before main. */
 __attribute__((constructor)) static void start(void)
 {
-	step_once(UNSTARTED, STARTING, configure);
+	configure_once();
 	if (!request.lazy)
 		step_once(WAITING, CHOOSING, choose);
 }
@@ -254,7 +278,7 @@ __attribute__((constructor)) static void start(void)
  * must be made by now, in either mode (a hook may even run before the constructor). */
 static void cuda_starting(void)
 {
-	step_once(UNSTARTED, STARTING, configure);
+	configure_once();
 	step_once(WAITING, CHOOSING, choose);
 }
 

@@ -297,6 +297,14 @@ child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again"
 	expect "a fork as the library configures itself: the child configures, chooses and forks" 0 \
 		"child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again
 <unset>|<unset>|<unset>"
+	# Just before the handlers are in place, the library has not begun to configure: a child
+	# forked then configures itself (it waited for ever for its parent's thread).
+	: >"$RECORD"
+	run timeout 20 env FORK_WINDOW=registering LD_PRELOAD="$SCRATCH/fork_windows.so $PRELOAD" \
+		GPURUN_OPTIONS="--lazy --order memory" "$HOST"
+	expect "a fork as the library registers its fork handlers: the child configures, chooses and forks" 0 \
+		"child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again
+<unset>|<unset>|<unset>"
 else
 	not_ok "the fork-window test library builds"
 fi

@@ -7,6 +7,8 @@
  *   configure  the library has registered its fork handlers: another thread forks right then.
  *              The child starts CUDA (dlopen) and forks once more; it prints what happened.
  *              A hang is ended by alarm(10) and reported.
+ *   registering  the library is about to register its fork handlers: another thread forks
+ *              just before they are in place, and its child goes on as above.
  *   keep       the library makes a lease its own (F_SETFD on a lock file's descriptor): another
  *              thread forks then, and its child starts CUDA as above. The thread making the
  *              choice waits until that fork is done, or a second at most: a library that
@@ -95,18 +97,28 @@ static void *fork_now(void *unused)
 	return NULL;
 }
 
+static void fork_from_another_thread(void)
+{
+	pthread_t other;
+
+	pthread_create(&other, NULL, fork_now, NULL);
+	pthread_join(other, NULL);
+}
+
 int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
 		      void *dso_handle)
 {
 	static bool forked;
 	register_atfork_fn *real = (register_atfork_fn *)dlsym(RTLD_NEXT, "__register_atfork");
-	int result = real(prepare, parent, child, dso_handle);
-	pthread_t other;
 
+	if (!forked && window_is("registering")) {
+		forked = true;
+		fork_from_another_thread();
+	}
+	int result = real(prepare, parent, child, dso_handle);
 	if (!forked && window_is("configure")) {
 		forked = true;
-		pthread_create(&other, NULL, fork_now, NULL);
-		pthread_join(other, NULL);
+		fork_from_another_thread();
 	}
 	return result;
 }
