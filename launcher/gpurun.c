@@ -475,7 +475,8 @@ static int keep_the_choice(const struct gpurun_request *request, const char *cho
 {
 	if (request->verbose || request->explain)
 		fprintf(stderr, "gpurun: GPURUN_CHOSEN=%s: this job's GPUs are chosen already, so "
-				"nothing is chosen (unset GPURUN_CHOSEN to choose anew)\n", chosen);
+				"nothing is chosen (unset GPURUN_CHOSEN to choose anew)\n",
+			getenv("GPURUN_CHOSEN"));
 	if (request->action == GPURUN_PRINT) {
 		puts(chosen);
 		return flush_output();
@@ -486,12 +487,22 @@ static int keep_the_choice(const struct gpurun_request *request, const char *cho
 /* Returns only when no command was exec'd: the exit status. */
 static int act(const struct gpurun_request *request, char **argv)
 {
-	const char *chosen = getenv("GPURUN_CHOSEN");
+	bool chooses = request->action == GPURUN_PRINT || request->action == GPURUN_RUN;
+	const char *chosen = gpurun_inherited_choice();
 
 	/* Empty, it says a --cpu-fallback job got no GPU: that holds no lease to wait on, and a
 	 * nested gpurun chooses (or falls back, or fails) by its own options. */
-	if (chosen && *chosen && (request->action == GPURUN_PRINT || request->action == GPURUN_RUN))
+	if (chooses && chosen && *chosen)
 		return keep_the_choice(request, chosen);
+	/* Stale: a scheduler set CUDA_VISIBLE_DEVICES since, in a job submitted from a shell that
+	 * gpurun started (sbatch copies the environment). */
+	if (chooses && !chosen && getenv("GPURUN_CHOSEN") && (request->verbose || request->explain)) {
+		const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+
+		fprintf(stderr, "gpurun: GPURUN_CHOSEN=%s is stale: CUDA_VISIBLE_DEVICES%s%s is not "
+				"that choice, so gpurun chooses anew\n", getenv("GPURUN_CHOSEN"),
+			visible ? "=" : " is unset and", visible ? visible : "");
+	}
 	switch (request->action) {
 	case GPURUN_HELP:
 		fputs(usage_text, stdout);

@@ -8,12 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock_internal.h"
-#include "descriptors_internal.h"
 #include "gpurun.h"
 #include "in_flight_internal.h"
 #include "lease_internal.h"
@@ -642,67 +640,6 @@ bool gpurun_cpu_fallback_applies(int status)
 	return status == GPURUN_EXIT_BUSY || status == GPURUN_EXIT_NO_GPU_INFO;
 }
 
-/* ---- the choice -------------------------------------------------------------------------- */
-
-int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
-			 char *buffer, size_t size)
-{
-	size_t used = 0;
-
-	if (size == 0)
-		return -1;
-	buffer[0] = '\0';
-	for (size_t i = 0; i < choice->count; i++) {
-		const struct gpurun_device *device = &choice->snapshot.devices[choice->chosen[i]];
-		/* A MIG instance has no index CUDA understands; its UUID is its only name. */
-		bool by_uuid = request->uuid || device->mig_parent >= 0;
-		int written = by_uuid && device->uuid[0]
-			? snprintf(buffer + used, size - used, "%s%s", i ? "," : "", device->uuid)
-			: snprintf(buffer + used, size - used, "%s%d", i ? "," : "",
-				   gpurun_device_vendor_index(&choice->snapshot, choice->chosen[i]));
-		if (written < 0 || (size_t)written >= size - used)
-			return -1;
-		used += (size_t)written;
-	}
-	return 0;
-}
-
-/* True when the list holds an index: --uuid hands out one too, for a GPU whose UUID could not
- * be read. */
-static bool names_an_index(const char *visible)
-{
-	for (const char *entry = visible; *entry; entry += strcspn(entry, ",")) {
-		entry += *entry == ',';
-		if (*entry && strncmp(entry, "GPU-", 4) != 0 && strncmp(entry, "MIG-", 4) != 0)
-			return true;
-	}
-	return false;
-}
-
-static bool snapshot_has_vendor(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor)
-{
-	for (size_t i = 0; i < snapshot->count; i++)
-		if (snapshot->devices[i].vendor == vendor)
-			return true;
-	return false;
-}
-
-int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible)
-{
-	const char *variable = gpurun_choice_variable(choice);
-
-	if (setenv(variable, visible, 1) != 0 || setenv("GPURUN_CHOSEN", visible, 1) != 0)
-		return -1;
-	if (strcmp(variable, "CUDA_VISIBLE_DEVICES") == 0 && names_an_index(visible) &&
-	    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0)
-		return -1;
-	/* No GPU at all: an empty ROCR_VISIBLE_DEVICES leaves ROCr none either. */
-	if (choice->count == 0 && snapshot_has_vendor(&choice->snapshot, GPURUN_VENDOR_AMD) &&
-	    setenv("ROCR_VISIBLE_DEVICES", "", 1) != 0)
-		return -1;
-	return 0;
-}
-
 void gpurun_choice_free(struct gpurun_choice *choice)
 {
 	gpurun_lease_release(&choice->lease);
@@ -713,26 +650,4 @@ void gpurun_choice_free(struct gpurun_choice *choice)
 		close(choice->watch_fd);
 	memset(choice, 0, sizeof(*choice));
 	choice->watch_fd = -1;
-}
-
-void gpurun_choice_close_watch_detached(struct gpurun_choice *choice)
-{
-	int fd = choice->watch_fd;
-
-	if (fd < 0)
-		return;
-	choice->watch_fd = -1;
-	/* As the init of a PID namespace we would inherit the orphan ourselves. */
-	pid_t child = getpid() == 1 ? -1 : fork();
-	if (child == 0) {
-		if (fork() == 0) {
-			/* Nothing of the program's (a lease, a pipe) may outlive it in here. */
-			close_all_but(fd);
-			close(fd);
-		}
-		_exit(0);
-	}
-	close(fd);      /* not the last reference when the grandchild holds one: quick */
-	if (child > 0)
-		waitpid(child, NULL, 0);
 }

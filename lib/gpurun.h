@@ -455,18 +455,33 @@ void gpurun_acquire_forget_in_child(void);
 /* True when --cpu-fallback turns this gpurun_acquire failure into a run on the CPU: the GPUs
  * are busy, or there is no GPU at all (the same script on a laptop and on a GPU node). */
 bool gpurun_cpu_fallback_applies(int status);
-/* Writes the CUDA_VISIBLE_DEVICES value for the choice (indices, or UUIDs with --uuid).
- * Returns 0, or -1 when it does not fit. */
+/* Releases a choice's leases and frees it; also after a failed gpurun_acquire. */
+void gpurun_choice_free(struct gpurun_choice *choice);
+
+/* ---- the hand-off (handoff.c) ---------------------------------------------------------- */
+
+/* Writes the CUDA_VISIBLE_DEVICES value for the choice (indices, or UUIDs with --uuid; indices
+ * for every GPU when one has no readable UUID, since CUDA ends a list at its first entry of the
+ * other kind). Returns 0, or -1 when it does not fit. */
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
 			 char *buffer, size_t size);
 /* Puts a choice into this process's environment for the program about to run: the vendor's
  * variable (gpurun_choice_variable) gets `visible`, CUDA_DEVICE_ORDER=PCI_BUS_ID is set when
  * the list names a CUDA device by index (so that the index means the GPU nvidia-smi shows),
- * and GPURUN_CHOSEN tells descendants the choice is made. A choice of no device
- * (--cpu-fallback) gives the program no GPU of any vendor the snapshot has. Returns 0, or -1
- * with errno. One hand-off for the launcher and the preload library. */
+ * and GPURUN_CHOSEN tells descendants the choice is made. An AMD hand-off unsets HIP's own
+ * lists (HIP_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL), which would index into
+ * the chosen GPUs and filter them again. A choice of no device (--cpu-fallback) gives the
+ * program no GPU of any vendor the snapshot has. Returns 0, or -1 with errno. One hand-off for
+ * the launcher and the preload library. */
 int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible);
-void gpurun_choice_free(struct gpurun_choice *choice);
+/* The GPUs an ancestor's hand-off gave this process, as the variable that carries them says
+ * now (CUDA_VISIBLE_DEVICES, else ROCR_VISIBLE_DEVICES); "" for a --cpu-fallback job. NULL when
+ * no choice is in effect: GPURUN_CHOSEN is unset, or neither variable names only GPUs it
+ * lists. That is a stale GPURUN_CHOSEN, for example in a Slurm job submitted from a shell that
+ * gpurun started (sbatch copies the environment, then sets CUDA_VISIBLE_DEVICES to the
+ * allocation). A part of the choice is still the choice: a program may hand its GPUs out among
+ * its workers. */
+const char *gpurun_inherited_choice(void);
 /* For a caller about to exec: closes watch_fd in a short-lived grandchild (it forks twice),
  * which pays for the close while the program starts, and leaves no child behind for it. */
 void gpurun_choice_close_watch_detached(struct gpurun_choice *choice);

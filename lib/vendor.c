@@ -1,6 +1,6 @@
 /* vendor: what differs between NVIDIA and AMD GPUs once they are in one snapshot: each
- * vendor's own numbering, the inherited ROCR_VISIBLE_DEVICES mask, keeping a hand-off to one
- * vendor, and the variable the hand-off goes in. */
+ * vendor's own numbering, the inherited ROCR_VISIBLE_DEVICES mask, and keeping a hand-off to
+ * one vendor. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -104,12 +104,4 @@ size_t gpurun_select_vendor(const struct gpurun_snapshot *snapshot, const struct
 		if (snapshot->devices[candidates[i]].vendor == chosen)
 			candidates[kept++] = candidates[i];
 	return kept;
-}
-
-const char *gpurun_choice_variable(const struct gpurun_choice *choice)
-{
-	if (choice && choice->count > 0 &&
-	    choice->snapshot.devices[choice->chosen[0]].vendor == GPURUN_VENDOR_AMD)
-		return "ROCR_VISIBLE_DEVICES";
-	return "CUDA_VISIBLE_DEVICES";
 }

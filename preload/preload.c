@@ -138,7 +138,7 @@ static const char *options_for_this_process(void)
 	if (!options || !*options)
 		return NULL;
 	/* An ancestor chose (gpurun, or this library in a parent): this process keeps its GPUs. */
-	if (getenv("GPURUN_CHOSEN"))
+	if (gpurun_inherited_choice())
 		return NULL;
 	return options;
 }
@@ -206,8 +206,8 @@ static enum stage choose(void)
 	char visible[8192] = "";
 
 	/* The environment says so when this process has its GPUs already (a fork child of a
-	 * process that chose, or a program that set it itself). */
-	if (getenv("GPURUN_CHOSEN"))
+	 * process that chose, or a program that handed itself a part of an inherited choice). */
+	if (gpurun_inherited_choice())
 		return CHOSEN;
 	int status = gpurun_acquire(&request, NULL, NULL, &choice, &err);
 	if (request.cpu_fallback && gpurun_cpu_fallback_applies(status)) {

@@ -132,14 +132,16 @@ static long find_uuid(const struct fixture *machine, const char *prefix, size_t 
 	return found;
 }
 
-/* CUDA_VISIBLE_DEVICES as the driver reads it, in a simple form: integers (positions in CUDA's
- * order) and GPU- UUID prefixes, separated by commas; the first invalid, unknown or repeated
- * entry ends the list. Fills physical[] and returns how many. */
+/* CUDA_VISIBLE_DEVICES as the driver reads it (lib/visible.c has the sources), in a simple
+ * form: integers (positions in CUDA's order) or GPU- UUID prefixes, separated by commas. The
+ * first entry decides which: an entry of the other kind ends the list, as does an invalid or
+ * unknown one; a GPU named twice leaves none. Fills physical[] and returns how many. */
 static size_t parse_visible(const struct fixture *machine, const unsigned *order,
 			    const char *list, unsigned *physical)
 {
 	size_t count = 0;
 	bool *taken = calloc(machine->gpu_count + 1, sizeof(*taken));
+	int integers = -1;              /* the first entry's kind: 1 integers, 0 UUIDs */
 
 	while (taken && *list) {
 		const char *end = strchr(list, ',');
@@ -151,16 +153,24 @@ static size_t parse_visible(const struct fixture *machine, const unsigned *order
 			entry++, length--;
 		while (length && (entry[length - 1] == ' ' || entry[length - 1] == '\t'))
 			length--;
-		if (length && strspn(entry, "0123456789") >= length) {
+		bool integer = length && strspn(entry, "0123456789") >= length;
+
+		if (integers < 0)
+			integers = integer;
+		if (integer && integers) {
 			unsigned long position = strtoul(entry, NULL, 10);
 
 			if (position < machine->gpu_count)
 				index = order[position];
-		} else if (length > 4 && !strncmp(entry, "GPU-", 4)) {
+		} else if (!integer && !integers && length > 4 && !strncmp(entry, "GPU-", 4)) {
 			index = find_uuid(machine, entry, length);
 		}
-		if (index < 0 || taken[index])
+		if (index < 0)
 			break;
+		if (taken[index]) {
+			count = 0;
+			break;
+		}
 		taken[index] = true;
 		physical[count++] = (unsigned)index;
 		if (!end)

@@ -52,9 +52,13 @@ expect_error "--vendor nvidia on an AMD-only machine: no GPU information" 69 "NV
 run "$GPURUN" --limit 2 sh -c "$SHOW_ENV"
 expect "ROCR_VISIBLE_DEVICES gets the choice; HIP, CUDA and CUDA_DEVICE_ORDER stay unset" 0 \
 	"1,3|unset|unset|unset|1,3"
-HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=5 run "$GPURUN" sh -c "$SHOW_ENV"
-expect "inherited HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES are left as they were" 0 \
-	"1|0|5|unset|1"
+# HIP's own lists index into what ROCR_VISIBLE_DEVICES leaves: a Slurm job's
+# CUDA_VISIBLE_DEVICES=1,3 and GPU_DEVICE_ORDINAL=1,3 would leave a one-GPU choice nothing.
+HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=1,3 GPU_DEVICE_ORDINAL=1,3 run "$GPURUN" \
+	sh -c "$SHOW_ENV; echo \"\${GPU_DEVICE_ORDINAL-unset}\""
+expect "HIP's own lists (HIP_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL) are unset" 0 \
+	"1|unset|unset|unset|1
+unset"
 run "$GPURUN" --uuid sh -c "$SHOW_ENV"
 expect "--uuid: a UUID in ROCR_VISIBLE_DEVICES" 0 "GPU-0c5e61f7a9b0d4e2|unset|unset|unset|GPU-0c5e61f7a9b0d4e2"
 run "$GPURUN" --limit 3 --cpu-fallback sh -c "$SHOW_ENV"

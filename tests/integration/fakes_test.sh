@@ -287,13 +287,20 @@ has "cuda: integers follow FASTEST_FIRST (cuda_order) by default" '^device 0: GP
 has "cuda: cuda_version from the fixture" '^version: 12040$'
 cuda_direct CUDA_VISIBLE_DEVICES=0 CUDA_DEVICE_ORDER=PCI_BUS_ID
 has "cuda: integers follow PCI order with CUDA_DEVICE_ORDER=PCI_BUS_ID" '^device 0: GPU-0b7f3c21-8d4e-4a96-9f12-6c3e8a1d5b07$'
-cuda_direct CUDA_VISIBLE_DEVICES=GPU-7d3a,2,-1,3 CUDA_DEVICE_ORDER=PCI_BUS_ID
+cuda_direct CUDA_VISIBLE_DEVICES=GPU-7d3a,GPU-2e85,-1,3 CUDA_DEVICE_ORDER=PCI_BUS_ID
 if grep -q '^count: 2$' <<<"$OUT_TEXT" && grep -q '^device 0: GPU-7d3a0ce4-' <<<"$OUT_TEXT" \
 	&& grep -q '^device 1: GPU-2e85b7f9-' <<<"$OUT_TEXT"; then
 	ok "cuda: UUID prefixes, and the first invalid entry ends the list"
 else
 	not_ok "cuda: UUID prefixes, and the first invalid entry ends the list" "$OUT_TEXT"
 fi
+# The first entry decides between UUIDs and integers; one of the other kind ends the list.
+cuda_direct CUDA_VISIBLE_DEVICES=GPU-7d3a,2 CUDA_DEVICE_ORDER=PCI_BUS_ID
+has "cuda: an index among UUIDs ends the list" '^count: 1$'
+cuda_direct CUDA_VISIBLE_DEVICES=2,GPU-7d3a CUDA_DEVICE_ORDER=PCI_BUS_ID
+has "cuda: a UUID among integers ends the list" '^count: 1$'
+cuda_direct CUDA_VISIBLE_DEVICES=GPU-2e85,GPU-2e85b7f9 CUDA_DEVICE_ORDER=PCI_BUS_ID
+has "cuda: a GPU named twice leaves none" '^init: 100$'
 cuda_direct CUDA_VISIBLE_DEVICES=
 has "cuda: empty CUDA_VISIBLE_DEVICES: no device, cuInit fails like the real one" '^init: 100$'
 if [ "$(tail -n 1 "$GPURUN_FAKE_CUDA_RECORD" | cut -d' ' -f2-)" = "CUDA_VISIBLE_DEVICES= CUDA_DEVICE_ORDER=<unset>" ]; then

@@ -302,12 +302,19 @@ for call in init count; do
 done
 
 # With --uuid, a GPU whose UUID cannot be read is handed out by its index, which means that GPU
-# only in PCI order: the program must then get CUDA_DEVICE_ORDER=PCI_BUS_ID too.
+# only in PCI order: the program must then get CUDA_DEVICE_ORDER=PCI_BUS_ID too. CUDA ends a
+# list at an index among UUIDs, so then every GPU goes by its index.
 use_fixture "$SCRATCH/no-uuid.fixture"
 base_fixture "error uuid UNKNOWN" "" "" >"$GPURUN_FAKE_FIXTURE"
 run "$GPURUN" --uuid --no-lease --limit 2 --order load sh -c 'echo "$CUDA_VISIBLE_DEVICES $CUDA_DEVICE_ORDER"'
-expect "--uuid with a GPU whose UUID is unknown: its index, and CUDA_DEVICE_ORDER=PCI_BUS_ID" 0 \
-	"1,GPU-0a11ce00-1b2c-4d3e-8f40-5a6b7c8d9e00 PCI_BUS_ID"
+expect "--uuid with a GPU whose UUID is unknown: indices for all, and CUDA_DEVICE_ORDER=PCI_BUS_ID" 0 \
+	"1,0 PCI_BUS_ID"
+run "$GPURUN" --uuid --no-lease --limit 2 --order load env LD_LIBRARY_PATH="$FAKES" "$BUILD/helpers/fake_cuda_direct"
+if [ "$STATUS" = 0 ] && grep -q '^count: 2$' <<<"$OUT_TEXT"; then
+	ok "... and CUDA shows the program both GPUs"
+else
+	not_ok "... and CUDA shows the program both GPUs" "status $STATUS" "$OUT_TEXT" "$ERR_TEXT"
+fi
 base_fixture "" "" "" >"$GPURUN_FAKE_FIXTURE"
 run "$GPURUN" --uuid --no-lease --limit 2 --order load sh -c 'echo "$CUDA_VISIBLE_DEVICES ${CUDA_DEVICE_ORDER:-unset}"'
 expect "... and with every UUID known, CUDA_DEVICE_ORDER is left alone" 0 \

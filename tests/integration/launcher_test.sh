@@ -133,6 +133,19 @@ run timeout 20 "$GPURUN" --limit 1 sh -c '"$0" --wait --limit 1 sh -c "echo \$CU
 expect "a nested gpurun keeps the job's GPU, with --wait and with --print" 0 "2
 2"
 has_line "... and -v says why nothing is chosen" "^gpurun: GPURUN_CHOSEN=2: this job's GPUs are chosen already"
+# A worker handed a part of the job's GPUs keeps that part.
+run env GPURUN_CHOSEN=1,2 CUDA_VISIBLE_DEVICES=2 "$GPURUN" --print
+expect "a nested gpurun given a part of the job's GPUs keeps that part" 0 "2"
+# A stale GPURUN_CHOSEN: a Slurm job submitted from a shell that gpurun started (sbatch copies
+# the environment, then sets CUDA_VISIBLE_DEVICES to the allocation). The allocation counts.
+run env GPURUN_CHOSEN=2 SLURM_JOB_ID=5 SLURM_JOB_GPUS=1,3 CUDA_VISIBLE_DEVICES=1,3 \
+	"$GPURUN" --print --order memory -v
+expect "a stale GPURUN_CHOSEN: gpurun chooses inside the allocation" 0 "3"
+has_line "... and -v says the inherited choice is stale" \
+	"^gpurun: GPURUN_CHOSEN=2 is stale: CUDA_VISIBLE_DEVICES=1,3 is not that choice"
+run env GPURUN_CHOSEN=2 NVIDIA_VISIBLE_DEVICES=none "$GPURUN" --print
+expect_error "a stale GPURUN_CHOSEN with CUDA_VISIBLE_DEVICES unset: the container's mask counts" \
+	75 "NVIDIA_VISIBLE_DEVICES"
 # Inside a job that fell back to the CPU, a nested gpurun decides by its own options.
 run "$GPURUN" --cpu-fallback --exclude 0,1,2,3 sh -c '"$0" --print' "$GPURUN"
 expect "a nested --print in a --cpu-fallback job without a GPU fails as a --print does" 75

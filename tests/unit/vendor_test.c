@@ -242,11 +242,11 @@ static void amd_choice_goes_to_rocr_in_amd_numbering(void **state)
 	request.uuid = true;
 	assert_int_equal(gpurun_choice_format(&choice, &request, text, sizeof(text)), 0);
 	assert_string_equal(text, "GPU-00000000000a1002,GPU-00000000000a1000");
-	/* A board without a unique id has no UUID to give: its index goes instead. */
+	/* A board without a unique id has no UUID to give: indices go instead, for all. */
 	snapshot.devices[4].uuid[0] = '\0';
 	choice.snapshot = snapshot;
 	assert_int_equal(gpurun_choice_format(&choice, &request, text, sizeof(text)), 0);
-	assert_string_equal(text, "2,GPU-00000000000a1000");
+	assert_string_equal(text, "2,0");
 
 	choose(&choice, nvidia, 1);
 	assert_string_equal(gpurun_choice_variable(&choice), "CUDA_VISIBLE_DEVICES");
