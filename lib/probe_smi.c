@@ -224,6 +224,17 @@ static struct text first_words(const char *text, size_t length)
 	return line;
 }
 
+/* Whether devices[last] has the index or the UUID of one before it: the same GPU twice, which
+ * a job would be handed twice (and CUDA would then show it none). */
+static bool repeats_an_earlier_gpu(const struct gpurun_device *devices, size_t last)
+{
+	for (size_t i = 0; i < last; i++)
+		if (devices[i].index == devices[last].index ||
+		    (devices[i].uuid[0] && strcmp(devices[i].uuid, devices[last].uuid) == 0))
+			return true;
+	return false;
+}
+
 int gpurun_smi_parse(const char *text, size_t length, struct gpurun_snapshot *snapshot,
 		     struct gpurun_error *err)
 {
@@ -244,16 +255,23 @@ int gpurun_smi_parse(const char *text, size_t length, struct gpurun_snapshot *sn
 
 	rest = (struct text){ text, length };
 	for (size_t i = 0; next_line(&rest, &line);) {
+		const char *wrong = NULL;
+
 		line_number++;
 		if (is_blank(line))
 			continue;
-		if (!parse_record(line, &snapshot->devices[i++], snapshot->driver_version)) {
+		if (!parse_record(line, &snapshot->devices[i], snapshot->driver_version))
+			wrong = "is not a GPU record";
+		else if (repeats_an_earlier_gpu(snapshot->devices, i))
+			wrong = "repeats a GPU's index or UUID";
+		i++;
+		if (wrong) {
 			int shown = line.length > SMI_QUOTE_MAX ? SMI_QUOTE_MAX : (int)line.length;
 
 			gpurun_snapshot_free(snapshot);
 			return gpurun_fail(err, GPURUN_EXIT_NO_GPU_INFO,
-					   "nvidia-smi: line %zu of its output is not a GPU record: \"%.*s\"",
-					   line_number, shown, line.start);
+					   "nvidia-smi: line %zu of its output %s: \"%.*s\"",
+					   line_number, wrong, shown, line.start);
 		}
 	}
 	return 0;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -15,51 +16,53 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-/* A plain decimal as scanned: its value is digits / divisor. Keeping the two apart lets a
- * percentage divide once (by divisor * 100), so "0.3" and "30%" give the double strtod gives. */
-struct decimal {
-	double digits;
-	double divisor;
-};
+/* The longest decimal accepted: more digits than any double can tell apart, with room. */
+#define DECIMAL_MAX 64
 
-/* Scans "12", "0.3", ".5" or "5.": no sign, no blanks, no exponent, no hex, no inf or nan.
- * Returns the text after the number, or NULL when there is no number. */
-static const char *scan_decimal(const char *text, struct decimal *number)
+/* Scans a plain decimal, "12", "0.3", ".5" or "5." (no sign, no blanks, no exponent, no hex, no
+ * inf or nan), and converts it times 10^-shift with one rounding, as strtod rounds the same
+ * number: "30%" and "0.3" give one double. strtod reads the digits without their decimal point
+ * and an exponent instead, so that a host program's LC_NUMERIC cannot change its reading.
+ * Returns the text after the number, or NULL when there is none (or it is too long). */
+static const char *scan_decimal(const char *text, int shift, double *value)
 {
-	bool seen_digit = false;
+	char digits[DECIMAL_MAX + 16] = "0";
+	size_t count = 0;
+	int exponent = -shift;
+	bool seen_point = false, seen_digit = false;
 	const char *s = text;
 
-	number->digits = 0;
-	number->divisor = 1;
-	for (; is_digit(*s); s++) {
-		number->digits = number->digits * 10 + (*s - '0');
-		seen_digit = true;
-	}
-	if (*s == '.') {
-		for (s++; is_digit(*s); s++) {
-			number->digits = number->digits * 10 + (*s - '0');
-			number->divisor *= 10;
-			seen_digit = true;
+	for (; is_digit(*s) || (*s == '.' && !seen_point); s++) {
+		if (*s == '.') {
+			seen_point = true;
+			continue;
 		}
+		seen_digit = true;
+		exponent -= seen_point;
+		if (count == 0 && *s == '0')
+			continue;       /* leading zeros: no precision, no room */
+		if (count == DECIMAL_MAX)
+			return NULL;
+		digits[count++] = *s;
 	}
-	return seen_digit ? s : NULL;
+	if (!seen_digit)
+		return NULL;
+	count += count == 0;    /* all zeros: the "0" already there */
+	snprintf(digits + count, sizeof(digits) - count, "e%d", exponent);
+	*value = strtod(digits, NULL);
+	return s;
 }
 
 int gpurun_parse_fraction(const char *text, double *fraction)
 {
-	struct decimal number;
-	const char *rest = scan_decimal(text, &number);
 	double value;
+	const char *rest = scan_decimal(text, 0, &value);
 
-	if (!rest)
+	if (rest && strcmp(rest, "%") == 0)
+		rest = scan_decimal(text, 2, &value);
+	else if (rest && *rest != '\0')
 		return -1;
-	if (strcmp(rest, "%") == 0)
-		value = number.digits / (number.divisor * 100);
-	else if (*rest == '\0')
-		value = number.digits / number.divisor;
-	else
-		return -1;
-	if (!(value >= 0 && value <= 1))
+	if (!rest || !(value >= 0 && value <= 1))
 		return -1;
 	*fraction = value;
 	return 0;
@@ -78,8 +81,8 @@ static const struct {
 
 int gpurun_parse_size_mib(const char *text, double *mib)
 {
-	struct decimal number;
-	const char *rest = scan_decimal(text, &number);
+	double number;
+	const char *rest = scan_decimal(text, 0, &number);
 	double unit = 1;
 	double value;
 
@@ -98,7 +101,7 @@ int gpurun_parse_size_mib(const char *text, double *mib)
 		if (*rest != '\0' && strcasecmp(rest, "iB") != 0 && strcasecmp(rest, "B") != 0)
 			return -1;
 	}
-	value = number.digits / number.divisor * unit;
+	value = number * unit;
 	if (!isfinite(value))
 		return -1;
 	*mib = value;
@@ -107,8 +110,8 @@ int gpurun_parse_size_mib(const char *text, double *mib)
 
 int gpurun_parse_duration(const char *text, double *seconds)
 {
-	struct decimal number;
-	const char *rest = scan_decimal(text, &number);
+	double number;
+	const char *rest = scan_decimal(text, 0, &number);
 	double unit;
 	double value;
 
@@ -124,7 +127,7 @@ int gpurun_parse_duration(const char *text, double *seconds)
 		unit = 86400;
 	else
 		return -1;
-	value = number.digits / number.divisor * unit;
+	value = number * unit;
 	if (!isfinite(value))
 		return -1;
 	*seconds = value;

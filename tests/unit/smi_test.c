@@ -269,6 +269,25 @@ static void garbage_line_is_an_error_quoting_it(void **state)
 	assert_parse_fails_quoting(text, "line 5 of its output is not a GPU record: \"this is not a GPU\"");
 }
 
+/* The same GPU twice would be handed out twice: "0,0", which CUDA reads as no GPU at all. */
+static void a_repeated_gpu_is_an_error(void **state)
+{
+	(void)state;
+	char text[4096];
+	const char *second = strchr(four_gpus, '\n') + 1;
+
+	snprintf(text, sizeof(text), "%.*s%s", (int)(second - four_gpus), four_gpus, four_gpus);
+	assert_parse_fails_quoting(text, "line 2 of its output repeats a GPU's index or UUID: \"0, GPU-");
+	snprintf(text, sizeof(text), "%s%s", four_gpus, record_with(UUID, "GPU-0a1b2c3d-0000-0000-0000-000000000001"));
+	assert_parse_fails_quoting(text, "line 5 of its output repeats a GPU's index or UUID");
+	/* Unreadable UUIDs are no UUIDs: two of them are two GPUs. */
+	snprintf(text, sizeof(text), "%s", record_with(UUID, "[N/A]"));
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s", record_with(UUID, "[N/A]"));
+	*strchr(strchr(text, '\n') + 1, '2') = '3';
+	assert_int_equal(parse(text), 0);
+	assert_int_equal(snapshot.count, 2);
+}
+
 static void truncated_line_is_an_error(void **state)
 {
 	(void)state;
@@ -435,6 +454,7 @@ int main(void)
 		TEST(memory_total_zero_gives_unknown_memory_util),
 		TEST(blank_trailing_lines_are_ignored),
 		TEST(garbage_line_is_an_error_quoting_it),
+		TEST(a_repeated_gpu_is_an_error),
 		TEST(truncated_line_is_an_error),
 		TEST(overlong_text_fields_are_truncated),
 		TEST(only_plain_decimals_are_numbers),

@@ -1,5 +1,7 @@
 /* units_test: every accepted and rejected form of the value parsers. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
@@ -73,6 +75,34 @@ static void fraction_malformed(void **state)
 	fraction_rejected("0x0.8");
 	fraction_rejected("3e-1");
 	fraction_rejected("0,3");
+}
+
+/* Thresholds written to full precision mean exactly the double they spell, as in GPUtil
+ * (Python's float()): a fraction printed by repr() compared strictly against the same GPU's
+ * memory use must not come out one ulp off, in either form. */
+static void fraction_full_precision_is_exact(void **state)
+{
+	char text[64];
+	unsigned seed = 12345;
+
+	(void)state;
+	fraction_is("0.09012858072916667", 2215.0 / 24576);
+	fraction_is("9.012858072916667%", strtod("0.09012858072916667", NULL));
+	for (int i = 0; i < 20000; i++) {
+		double x = (double)rand_r(&seed) / RAND_MAX * (double)rand_r(&seed) / RAND_MAX;
+		double y;
+
+		snprintf(text, sizeof(text), "%.17f", x);
+		fraction_is(text, strtod(text, NULL));
+		snprintf(text, sizeof(text), "%.15f%%", x * 100);
+		y = strtod(text, NULL) / 100;
+		if (gpurun_parse_fraction(text, &x) != 0 || fabs(x - y) > 1e-15)
+			fail_msg("'%s' gave %.17g, not about %.17g", text, x, y);
+	}
+	fraction_is("0.00000000000000000000000000000000000000000000000000000000000000001", 1e-65);
+	fraction_is("000000000000000000000000000000000000000000000000000000000000000000.5", 0.5);
+	fraction_rejected("0.00000000000000000000000000000000000000000000000000000000000000001"
+			  "00000000000000000000000000000000000000000000000000000000000000000");
 }
 
 static void size_is(const char *text, double expected)
@@ -288,6 +318,7 @@ int main(void)
 		cmocka_unit_test(fraction_percent),
 		cmocka_unit_test(fraction_out_of_range),
 		cmocka_unit_test(fraction_malformed),
+		cmocka_unit_test(fraction_full_precision_is_exact),
 		cmocka_unit_test(size_bare_number_is_mib),
 		cmocka_unit_test(size_binary_units),
 		cmocka_unit_test(size_unit_spellings),
