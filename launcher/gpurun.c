@@ -241,6 +241,23 @@ static int flush_output(void)
 	return 0;
 }
 
+/* An index names the GPU nvidia-smi shows only under CUDA_DEVICE_ORDER=PCI_BUS_ID, which the
+ * hand-off sets but a printed list cannot carry: where CUDA's own order differs, a caller that
+ * does not set it too runs on other GPUs (outside a Slurm allocation, even). */
+static void warn_if_indices_need_pci_order(const struct gpurun_choice *choice, const char *visible)
+{
+	const char *order = getenv("CUDA_DEVICE_ORDER");
+
+	if (strcmp(gpurun_choice_variable(choice), "CUDA_VISIBLE_DEVICES") != 0 ||
+	    (order && strcmp(order, "PCI_BUS_ID") == 0) ||
+	    !gpurun_cuda_order_may_differ(&choice->snapshot) ||
+	    visible[strspn(visible, "0123456789,")] != '\0')
+		return;
+	fprintf(stderr, "gpurun: --print gives nvidia-smi's indices (%s): CUDA numbers this "
+			"machine's GPUs otherwise unless the program gets CUDA_DEVICE_ORDER=PCI_BUS_ID "
+			"too (or use --uuid)\n", visible);
+}
+
 static int choose(const struct gpurun_request *request)
 {
 	struct status_line line = { .terminal = isatty(STDERR_FILENO) && !request->verbose,
@@ -280,6 +297,7 @@ static int choose(const struct gpurun_request *request)
 		fprintf(stderr, "gpurun: chose %s after %u attempt%s\n", visible, choice.attempts_made,
 			choice.attempts_made == 1 ? "" : "s");
 	if (request->action == GPURUN_PRINT) {
+		warn_if_indices_need_pci_order(&choice, visible);
 		puts(visible);
 		gpurun_choice_free(&choice);
 		return flush_output();

@@ -311,6 +311,10 @@ const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict);
  * chosen itself: its instances are). */
 bool gpurun_mask_leaves(const struct gpurun_mask *mask, size_t position);
 
+/* Whether CUDA's default order (fastest first) may number the NVIDIA GPUs otherwise than
+ * nvidia-smi does: their models differ, or a name is unknown. */
+bool gpurun_cuda_order_may_differ(const struct gpurun_snapshot *snapshot);
+
 /* Marks in allowed[] (one per snapshot device) the devices an inherited CUDA_VISIBLE_DEVICES
  * value permits, integers in PCI order. NULL value: every device that can be chosen (not a
  * MIG-enabled GPU, whose instances are chosen instead); empty value: none. */

@@ -171,7 +171,7 @@ static size_t gpus_of(const struct gpurun_snapshot *snapshot, enum gpurun_vendor
 }
 
 /* FASTEST_FIRST can only reorder GPUs that differ; an unknown name might differ. */
-static bool models_differ(const struct gpurun_snapshot *snapshot)
+bool gpurun_cuda_order_may_differ(const struct gpurun_snapshot *snapshot)
 {
 	const char *first = NULL;
 
@@ -482,7 +482,7 @@ static void parse_integers(const struct gpurun_snapshot *snapshot,
 	bool pci = inherited->cuda_device_order &&
 		   strcmp(inherited->cuda_device_order, "PCI_BUS_ID") == 0;
 	parse->order = pci ? ORDER_PCI_ASKED : ORDER_PCI_SAME_MODEL;
-	if (!pci && models_differ(snapshot)) {
+	if (!pci && gpurun_cuda_order_may_differ(snapshot)) {
 		parse->order = ORDER_PCI_GUESSED;
 		if (order && !order->asked) {
 			char *list = calloc(count, 24);

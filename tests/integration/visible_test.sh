@@ -89,13 +89,16 @@ fi
 
 # --- a mixed machine: CUDA numbers the H100s (PCI 4-7) first ---------------------------------
 # eight.fixture: available are GPU 0, 2, 4, 5, 7; cuda_order 4 5 6 7 0 1 2 3.
+# What is said of the mask, without --print's own line on the order of the indices it prints
+# (checked at the end).
+mask_lines() { grep -v "^gpurun: --print gives nvidia-smi's indices" "$@"; }
 use_fixture eight.fixture
 : >"$SCRATCH/cuda.record"
 CUDA_VISIBLE_DEVICES=0 GPURUN_FAKE_CUDA_RECORD=$SCRATCH/cuda.record "$GPURUN" --print >"$SCRATCH/out" 2>"$SCRATCH/err" &
 gpurun_pid=$!
 wait "$gpurun_pid"
 STATUS=$?
-if [ "$STATUS" = 0 ] && [ "$(cat "$SCRATCH/out")" = 4 ] && [ ! -s "$SCRATCH/err" ]; then
+if [ "$STATUS" = 0 ] && [ "$(cat "$SCRATCH/out")" = 4 ] && [ -z "$(mask_lines "$SCRATCH/err")" ]; then
 	ok "mixed models: index 0 is CUDA's first GPU, PCI 4, as the driver says"
 else
 	not_ok "mixed models: index 0 is CUDA's first GPU, PCI 4, as the driver says" "status $STATUS" "$(cat "$SCRATCH/out" "$SCRATCH/err")"
@@ -139,7 +142,7 @@ else
 fi
 
 GPURUN_CUDA_LIB=$SCRATCH/no-libcuda.so.1 CUDA_VISIBLE_DEVICES=0 run "$GPURUN" --print
-if [ "$STATUS" = 0 ] && [ "$OUT_TEXT" = 0 ] && [ "$(wc -l <<<"$ERR_TEXT")" = 1 ] \
+if [ "$STATUS" = 0 ] && [ "$OUT_TEXT" = 0 ] && [ "$(mask_lines <<<"$ERR_TEXT" | wc -l)" = 1 ] \
 	&& grep -q '^gpurun: CUDA_VISIBLE_DEVICES=0: the GPUs differ in model and CUDA_DEVICE_ORDER is not PCI_BUS_ID, .*not found (no CUDA driver); reading the indices in PCI order' <<<"$ERR_TEXT"; then
 	ok "no driver: PCI order, with one warning line"
 else
@@ -160,7 +163,8 @@ fi
 
 GPURUN_CUDA_LIB=$SCRATCH/no-libcuda.so.1 CUDA_VISIBLE_DEVICES=$(uuid_of 0) run "$GPURUN" --print
 expect "no driver, UUIDs: no warning (a UUID is right in any order)" 0 "0"
-[ -z "$ERR_TEXT" ] && ok "... and nothing on stderr" || not_ok "... and nothing on stderr" "$ERR_TEXT"
+[ -z "$(mask_lines <<<"$ERR_TEXT")" ] && ok "... and nothing on stderr about the mask" ||
+	not_ok "... and nothing on stderr about the mask" "$ERR_TEXT"
 
 # --- Slurm and containers (the variables only; slurm_test.sh runs a real Slurm) ----------------
 use_fixture four.fixture
@@ -306,3 +310,23 @@ has_line "--explain: a MIG instance without a UUID is not chosen" \
 	"^gpurun: GPU 1 MIG 0 \(\): MIG instance without a UUID: CUDA could not be told which instance$"
 has_line "--explain: a GPU whose MIG mode is unknown says so, not \"MIG enabled\"" \
 	"^gpurun: GPU 2 \([^)]*\): MIG mode unknown: it may be split, so only MIG instances NVML lists can be chosen$"
+
+# A printed index list is nvidia-smi's numbering: where CUDA's own order differs (GPUs of
+# different models), the caller must set CUDA_DEVICE_ORDER=PCI_BUS_ID too, and is told so.
+use_fixture eight.fixture
+run "$GPURUN" --print --limit 2
+if [ "$STATUS" = 0 ] && [ "$OUT_TEXT" = "0,2" ] &&
+	grep -q "^gpurun: --print gives nvidia-smi's indices (0,2): .*CUDA_DEVICE_ORDER=PCI_BUS_ID" <<<"$ERR_TEXT"; then
+	ok "--print on GPUs of different models: the list, and a line on CUDA_DEVICE_ORDER"
+else
+	not_ok "--print on GPUs of different models: the list, and a line on CUDA_DEVICE_ORDER" \
+		"status $STATUS" "stdout: $OUT_TEXT" "stderr: $ERR_TEXT"
+fi
+stderr_is_empty() { [ -z "$ERR_TEXT" ]; }
+CUDA_DEVICE_ORDER=PCI_BUS_ID run "$GPURUN" --print --limit 2
+check "... not with CUDA_DEVICE_ORDER=PCI_BUS_ID set" stderr_is_empty
+run "$GPURUN" --print --limit 2 --uuid
+check "... nor with --uuid" stderr_is_empty
+use_fixture four.fixture
+run "$GPURUN" --print
+check "... nor on GPUs of one model" stderr_is_empty
