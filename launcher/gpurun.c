@@ -95,9 +95,10 @@ static void describe_look(const struct gpurun_progress *progress, char *text, si
 	if (!progress->measured)
 		snprintf(text, size, "%zu waiting ahead for the same GPUs", progress->waiting_ahead);
 	else
-		snprintf(text, size, "%zu of %zu GPU%s available (%zu leased by others, %zu busy, "
-			 "%zu waiting ahead)", progress->available - progress->leased_by_others,
-			 progress->wanted, progress->wanted == 1 ? "" : "s",
+		snprintf(text, size, "wanted %zu GPU%s, %zu available (%zu leased by others, "
+			 "%zu busy, %zu waiting ahead)", progress->wanted,
+			 progress->wanted == 1 ? "" : "s",
+			 progress->available - progress->leased_by_others,
 			 progress->leased_by_others, progress->busy, progress->waiting_ahead);
 }
 

@@ -79,9 +79,9 @@ expect_error "--timeout gives up with exit 75" 75 "wanted 3 GPUs"
 expect_took "--timeout 0.5 waits about 0.5 s" 0.5 1.2
 
 run "$GPURUN" --print --limit 3 --attempts 2 --interval 0.05 --verbose
-if [ "$STATUS" = 75 ] && grep -q '^gpurun: attempt 1/2: 2 of 3 GPUs available' <<<"$ERR_TEXT" &&
-	grep -q '^gpurun: attempt 2/2: 2 of 3 GPUs available' <<<"$ERR_TEXT" &&
-	[ "$(tail -n 1 <<<"$ERR_TEXT")" = "$(grep 'wanted 3' <<<"$ERR_TEXT")" ]; then
+if [ "$STATUS" = 75 ] && grep -q '^gpurun: attempt 1/2: wanted 3 GPUs, 2 available' <<<"$ERR_TEXT" &&
+	grep -q '^gpurun: attempt 2/2: wanted 3 GPUs, 2 available' <<<"$ERR_TEXT" &&
+	[ "$(tail -n 1 <<<"$ERR_TEXT")" = "$(grep '^gpurun: wanted 3' <<<"$ERR_TEXT")" ]; then
 	ok "--verbose prints one progress line per attempt, then the failure"
 else
 	not_ok "--verbose prints one progress line per attempt, then the failure" "$ERR_TEXT"
@@ -92,7 +92,7 @@ if command -v script >/dev/null; then
 	script -qec "$(printf '%q ' "$GPURUN" --print --limit 3 --attempts 3 --interval 0.05)" \
 		/dev/null >"$SCRATCH/tty" 2>&1
 	drawn=$(sed 's/\x1b\[K/<EL>/g' "$SCRATCH/tty" | tr '\r' '\n')
-	if grep -q '^<EL>gpurun: waiting: 2 of 3 GPUs available (0 leased by others, 2 busy, 0 waiting ahead), [0-9]*s elapsed (attempt 2/3)$' <<<"$drawn" &&
+	if grep -q '^<EL>gpurun: waiting: wanted 3 GPUs, 2 available (0 leased by others, 2 busy, 0 waiting ahead), [0-9]*s elapsed (attempt 2/3)$' <<<"$drawn" &&
 		grep -v '^$' <<<"$drawn" | tail -n 1 |
 		grep -q '^<EL>gpurun: wanted 3 GPUs, found 2 available (0 leased by other jobs, 2 busy, 0 waiting ahead) after 3 attempts in [0-9]*s$'; then
 		ok "on a terminal, one self-redrawing status line, erased before the failure"
