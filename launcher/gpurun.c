@@ -153,6 +153,8 @@ static void availability(const struct gpurun_request *request, const struct gpur
 	if (device->mig_parent >= 0 && choice->last.mig_left_out > 0)
 		snprintf(reason, size, "available, but a job that needs several GPUs gets whole GPUs: "
 			 "CUDA shows a process only one MIG instance");
+	else if (choice->count == 0)
+		snprintf(reason, size, "available, but too few GPUs were (all or nothing)");
 	else
 		snprintf(reason, size, "available, not needed");
 }
@@ -161,10 +163,8 @@ static void explain(const struct gpurun_request *request, struct gpurun_choice *
 {
 	struct gpurun_snapshot *snapshot = &choice->snapshot;
 	const struct gpurun_mask *mask = &choice->mask;
-	bool *allowed = calloc(snapshot->count ? snapshot->count : 1, sizeof(*allowed));
+	bool applied = mask->allowed && mask->count == snapshot->count;
 
-	if (!allowed)
-		return;
 	if (!mask->rules[0])
 		fprintf(stderr, "gpurun: mask: not applied: gpurun did not get to look at the GPUs\n");
 	for (const char *line = mask->rules; *line;) {
@@ -173,29 +173,24 @@ static void explain(const struct gpurun_request *request, struct gpurun_choice *
 		fprintf(stderr, "gpurun: mask: %.*s\n", (int)length, line);
 		line += length + (line[length] == '\n');
 	}
-	if (mask->allowed && mask->count == snapshot->count && snapshot->count > 0)
-		memcpy(allowed, mask->allowed, snapshot->count * sizeof(*allowed));
-	gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
 	/* Our own leases are marked, not looked at: on NFS a look (a lock and an unlock by this
 	 * process) would drop them (gpurun_lease_inspect). */
 	for (size_t i = 0; i < choice->count; i++)
 		snapshot->devices[choice->chosen[i]].leased = choice->lease.count > 0;
 	if (!request->no_lease)
 		gpurun_lease_inspect(gpurun_lock_dir(request), snapshot);
-	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, mask->count == snapshot->count
-							       ? mask : NULL, request);
+	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, applied ? mask : NULL, request);
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
-		enum gpurun_mask_verdict verdict = mask->verdicts && mask->count == snapshot->count
-			? mask->verdicts[i] : GPURUN_MASK_ALLOWED;
+		enum gpurun_mask_verdict verdict = applied ? mask->verdicts[i] : GPURUN_MASK_ALLOWED;
 		char reason[256], label[64];
 
 		if (is_chosen(choice, i))
 			snprintf(reason, sizeof(reason), "chosen");
 		else if (verdict != GPURUN_MASK_ALLOWED)
 			snprintf(reason, sizeof(reason), "%s", gpurun_mask_verdict_text(verdict));
-		else if (!allowed[i])
-			snprintf(reason, sizeof(reason), "outside the mask");
+		else if (!applied)
+			snprintf(reason, sizeof(reason), "not looked at: the masks were not applied");
 		else if (device->vendor != vendor)
 			snprintf(reason, sizeof(reason), "%s GPU: this job gets %s GPUs%s",
 				 vendor == GPURUN_VENDOR_NVIDIA ? "an AMD" : "an NVIDIA",
@@ -206,7 +201,6 @@ static void explain(const struct gpurun_request *request, struct gpurun_choice *
 		device_label(device, label, sizeof(label));
 		fprintf(stderr, "gpurun: %s (%s): %s\n", label, device->uuid, reason);
 	}
-	free(allowed);
 }
 
 /* ---- the three actions (--show: show.c) ---------------------------------------------------- */

@@ -85,14 +85,14 @@ static bool within_reach(const struct gpurun_device *device, bool allowed,
 /* Busy: within reach (not excluded, no MIG instance without a UUID), yet not available now (a
  * lost GPU among them). */
 static void count_devices(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
-			  const bool *allowed, const struct gpurun_request *request,
-			  size_t available, struct gpurun_progress *progress)
+			  const struct gpurun_request *request, size_t available,
+			  struct gpurun_progress *progress)
 {
 	enum gpurun_vendor vendor = gpurun_job_vendor(snapshot, mask, request);
 	size_t in_play = 0;
 
 	for (size_t i = 0; i < snapshot->count; i++)
-		in_play += within_reach(&snapshot->devices[i], allowed[i], vendor, request);
+		in_play += within_reach(&snapshot->devices[i], mask->allowed[i], vendor, request);
 	progress->available = available;
 	progress->busy = in_play > available ? in_play - available : 0;
 }
@@ -316,20 +316,6 @@ static size_t take_in_order(struct waiter *waiter, const size_t *candidates, siz
 	return claim_chosen(waiter, seen_free, choice, progress, status, err);
 }
 
-/* Which devices the inherited masks allow (ROCR_VISIBLE_DEVICES too), in a new array: NULL
- * when out of memory. */
-static bool *allowed_devices(const struct gpurun_choice *choice)
-{
-	const struct gpurun_snapshot *snapshot = &choice->snapshot;
-	bool *allowed = malloc((snapshot->count > 0 ? snapshot->count : 1) * sizeof(*allowed));
-
-	if (allowed) {
-		memcpy(allowed, choice->mask.allowed, snapshot->count * sizeof(*allowed));
-		gpurun_rocr_visible_mask(snapshot, getenv("ROCR_VISIBLE_DEVICES"), allowed);
-	}
-	return allowed;
-}
-
 /* The GPUs this look may hand out, best first, into candidates (*available of them): inside
  * the inherited masks, available by the request's thresholds, of one vendor. */
 static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
@@ -346,14 +332,10 @@ static int find_candidates(struct waiter *waiter, struct gpurun_choice *choice,
 		return gpurun_fail(err, GPURUN_EXIT_BUSY, "no GPU may be chosen: %s",
 				   choice->mask.nothing_allowed);
 	}
-	bool *allowed = allowed_devices(choice);
-	if (!allowed)
-		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
-	*available = gpurun_select(snapshot, allowed, waiter->request, candidates);
+	*available = gpurun_select(snapshot, choice->mask.allowed, waiter->request, candidates);
 	*available = gpurun_select_vendor(snapshot, &choice->mask, waiter->request, candidates,
 					  *available);
-	count_devices(snapshot, &choice->mask, allowed, waiter->request, *available, progress);
-	free(allowed);
+	count_devices(snapshot, &choice->mask, waiter->request, *available, progress);
 	return 0;
 }
 
@@ -401,13 +383,13 @@ static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choic
 {
 	const struct gpurun_snapshot *snapshot = &choice->snapshot;
 	size_t room = snapshot->count > 0 ? snapshot->count : 1;
-	bool *allowed = allowed_devices(choice);
+	const bool *allowed = choice->mask.allowed;
 	char **keys = calloc(room, sizeof(*keys));
 	char (*names)[GPURUN_UUID_SIZE + 16] = malloc(room * sizeof(*names));
 	size_t key_count = 0, whole = 0;
 	int status = 0;
 
-	if (!allowed || !keys || !names) {
+	if (!keys || !names) {
 		status = gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 		goto done;
 	}
@@ -429,7 +411,6 @@ static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choic
 	waiter->possible = needed > 1 ? whole : key_count;
 	waiter->never_enough = needed > waiter->possible;
 done:
-	free(allowed);
 	free(keys);
 	free(names);
 	return status;

@@ -254,6 +254,7 @@ struct gpurun_inherited {
 	const char *slurm_job_gpus;
 	const char *slurm_job_id;
 	const char *nvidia_visible_devices;
+	const char *rocr_visible_devices;
 };
 
 /* Points every field at this process's environment. */
@@ -282,6 +283,7 @@ enum gpurun_mask_verdict {
 	GPURUN_MASK_OUTSIDE_CONTAINER,  /* NVIDIA_VISIBLE_DEVICES names other GPUs */
 	GPURUN_MASK_OUTSIDE_SLURM,      /* outside the Slurm allocation */
 	GPURUN_MASK_NOT_VISIBLE,        /* CUDA_VISIBLE_DEVICES does not name it */
+	GPURUN_MASK_NOT_IN_ROCR,        /* ROCR_VISIBLE_DEVICES does not name it (AMD) */
 	GPURUN_MASK_MIG_ENABLED,        /* a MIG-enabled GPU: its instances are the devices */
 	GPURUN_MASK_MIG_MODE_UNKNOWN,   /* a GPU that may be split: only listed instances count */
 };
@@ -300,7 +302,8 @@ struct gpurun_mask {
  * calls with the same inherited values (start from a zeroed one for others): it is asked on
  * first need (integers in CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER not PCI_BUS_ID, GPUs of
  * different models); NULL never asks, and integers are then read in PCI order with a warning
- * where that can be wrong. AMD devices are subject to the Slurm allocation only. */
+ * where that can be wrong. AMD devices are subject to the Slurm allocation and
+ * ROCR_VISIBLE_DEVICES. */
 int gpurun_mask_apply(const struct gpurun_snapshot *snapshot, const struct gpurun_inherited *inherited,
 		      struct gpurun_cuda_order *order, struct gpurun_mask *mask,
 		      struct gpurun_error *err);

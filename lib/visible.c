@@ -763,6 +763,44 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 	}
 }
 
+/* ROCr's variable: a mask on the AMD GPUs, in ROCr's numbering or by UUID (vendor.c reads it). */
+static void apply_rocr_visible(const struct gpurun_snapshot *snapshot, const char *value,
+			       struct gpurun_mask *mask, struct text *rules, struct text *why)
+{
+	size_t before = allowed_of(snapshot, mask, GPURUN_VENDOR_AMD);
+	bool *named;
+	char shown[96];
+
+	if (!value || gpus_of(snapshot, GPURUN_VENDOR_AMD) == 0)
+		return;
+	named = malloc(snapshot->count * sizeof(*named));
+	if (!named) {
+		/* Out of memory: no AMD GPU, never one the variable left out. */
+		exclude_vendor(snapshot, GPURUN_VENDOR_AMD, mask, GPURUN_MASK_NOT_IN_ROCR);
+		return;
+	}
+	for (size_t i = 0; i < snapshot->count; i++)
+		named[i] = true;
+	gpurun_rocr_visible_mask(snapshot, value, named);
+	value = quoted(value, shown, sizeof(shown));
+	add(rules, "ROCR_VISIBLE_DEVICES=%s (inherited): AMD GPU", value);
+	size_t listed = 0;
+	for (size_t i = 0; i < snapshot->count; i++) {
+		if (snapshot->devices[i].vendor != GPURUN_VENDOR_AMD)
+			continue;
+		if (named[i])
+			add(rules, "%s %d", listed++ ? "," : "", snapshot->devices[i].index);
+		else
+			exclude(mask, i, GPURUN_MASK_NOT_IN_ROCR);
+	}
+	add(rules, "%s\n", listed ? "" : "s: none");
+	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) == 0)
+		add(why, "%sROCR_VISIBLE_DEVICES%s%s %s", why->used ? "; " : "", *value ? "=" : "",
+		    value, !*value ? "is empty" : listed ? "names no AMD GPU the other variables allow"
+							  : "names no AMD GPU");
+	free(named);
+}
+
 /* Slurm's node-global indices of the GPUs it allocated ("0,2"); false when it is not a list. */
 static bool read_slurm_list(const char *value, unsigned long long *indices, size_t *count)
 {
@@ -966,6 +1004,7 @@ void gpurun_inherited_read(struct gpurun_inherited *inherited)
 	inherited->slurm_job_gpus = getenv("SLURM_JOB_GPUS");
 	inherited->slurm_job_id = getenv("SLURM_JOB_ID");
 	inherited->nvidia_visible_devices = getenv("NVIDIA_VISIBLE_DEVICES");
+	inherited->rocr_visible_devices = getenv("ROCR_VISIBLE_DEVICES");
 }
 
 void gpurun_mask_free(struct gpurun_mask *mask)
@@ -1008,6 +1047,7 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
 	apply_container(snapshot, inherited->nvidia_visible_devices, mask, &rules, &why);
 	apply_slurm(snapshot, inherited, mask, &rules, &why);
 	apply_cuda_visible(snapshot, inherited, order, mask, &rules, &why, &warning);
+	apply_rocr_visible(snapshot, inherited->rocr_visible_devices, mask, &rules, &why);
 
 	for (size_t i = 0; i < snapshot->count; i++)
 		mask->allowed_count += mask->allowed[i];
@@ -1030,6 +1070,8 @@ const char *gpurun_mask_verdict_text(enum gpurun_mask_verdict verdict)
 		return "outside the Slurm allocation";
 	case GPURUN_MASK_NOT_VISIBLE:
 		return "not named by CUDA_VISIBLE_DEVICES";
+	case GPURUN_MASK_NOT_IN_ROCR:
+		return "not named by ROCR_VISIBLE_DEVICES";
 	case GPURUN_MASK_MIG_ENABLED:
 		return "MIG enabled: its MIG instances are chosen instead";
 	case GPURUN_MASK_MIG_MODE_UNKNOWN:

@@ -76,7 +76,18 @@ expect "an inherited UUID mask (any case), in mask order of GPUs" 0 "1,3"
 ROCR_VISIBLE_DEVICES=0,2 run "$GPURUN" --print
 expect_error "nothing free inside the mask: exit 75" 75 "wanted 1 GPU"
 ROCR_VISIBLE_DEVICES= run "$GPURUN" --print
-expect_error "an empty mask permits none" 75 "wanted 1 GPU"
+expect_error "an empty mask permits none, and the message says which variable" 75 \
+	"no GPU may be chosen: ROCR_VISIBLE_DEVICES is empty"
+ROCR_VISIBLE_DEVICES=1,7 run "$GPURUN" --print --explain --limit 2
+if [ "$STATUS" = 75 ] &&
+	grep -q "^gpurun: mask: ROCR_VISIBLE_DEVICES=1,7 (inherited): AMD GPU 1$" <<<"$ERR_TEXT" &&
+	grep -q "^gpurun: GPU 0 (.*): not named by ROCR_VISIBLE_DEVICES$" <<<"$ERR_TEXT" &&
+	grep -q "^gpurun: GPU 1 (.*): available, but too few GPUs were (all or nothing)$" <<<"$ERR_TEXT"; then
+	ok "--explain: the ROCR_VISIBLE_DEVICES rule, and each AMD GPU it leaves out"
+else
+	not_ok "--explain: the ROCR_VISIBLE_DEVICES rule, and each AMD GPU it leaves out" \
+		"status $STATUS" "$ERR_TEXT"
+fi
 ROCR_VISIBLE_DEVICES=0,9,3 run "$GPURUN" --print
 expect_error "an entry naming no GPU ends the mask (3 is after it)" 75 "wanted 1 GPU"
 ROCR_VISIBLE_DEVICES=3 run "$GPURUN" sh -c "$SHOW_ENV"
