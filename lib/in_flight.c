@@ -68,10 +68,27 @@ static void unlist_in_flight(int fd)
 	}
 }
 
+/* A lease or a ticket is held for the job's whole life, and a program started with its
+ * standard descriptors closed would take one on fd 0-2 for a standard stream: its writes would
+ * land in a lock file, and its close would drop the lease. Moves fd above them (keeping
+ * close-on-exec as it was); -1 stays -1, with errno. */
+static int above_standard_descriptors(int fd)
+{
+	if (fd < 0 || fd > STDERR_FILENO)
+		return fd;
+	int flags = fcntl(fd, F_GETFD);
+	int moved = fcntl(fd, (flags & FD_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, STDERR_FILENO + 1);
+	int cause = errno;
+
+	close(fd);
+	errno = cause;
+	return moved;
+}
+
 int in_flight_openat(int dir_fd, const char *name, int flags, mode_t mode)
 {
 	pthread_mutex_lock(&in_flight_lock);
-	int fd = openat(dir_fd, name, flags, mode);
+	int fd = above_standard_descriptors(openat(dir_fd, name, flags, mode));
 	int cause = errno;
 	if (fd >= 0)
 		list_in_flight(fd);

@@ -268,6 +268,15 @@ print(ctypes.CDLL("libcuda.so.1").cuInit(0))'
 else
 	skip "lazy: a program that hands itself a part of its inherited choice keeps it" "no python3"
 fi
+# A program started with its standard descriptors closed: its lease must not take fd 0-2, where
+# the program's own next open would land on a lock file (and a close drop the lease).
+env LD_PRELOAD="$PRELOAD" GPURUN_OPTIONS="--order memory" sleep 600 <&- >&- 2>&- &
+job=$!
+for i in $(seq 100); do [ "$(leases_of "$job")" = 1 ] && break; sleep 0.05; done
+check "a program started with fds 0-2 closed: its lease is above them" \
+	test "$(leases_of "$job")" = 1 -a -z "$(ls /proc/"$job"/fd | grep -x '[012]')"
+kill "$job"
+wait "$job" 2>/dev/null
 # A stale GPURUN_CHOSEN, as in a Slurm job submitted from a shell that gpurun started: sbatch
 # copies the environment, then sets CUDA_VISIBLE_DEVICES to the allocation.
 with "--order memory" env GPURUN_CHOSEN=0 CUDA_VISIBLE_DEVICES=3 "$HOST"
