@@ -540,13 +540,14 @@ static int act(const struct gpurun_request *request, char **argv)
 /* A standard descriptor that whoever started gpurun left closed would go to the next file
  * gpurun opens: a lock directory on fd 2 would take gpurun's messages, a pipe to nvidia-smi
  * could land on its own child's stdout. /dev/null holds each such place until the exec, which
- * closes it again (close-on-exec): the program starts with what it was given. */
+ * closes it again (close-on-exec): the program starts with what it was given. Read-only, so
+ * that writing to a closed stdout still fails (--print into nothing is exit 70). */
 static void hold_closed_standard_descriptors(void)
 {
 	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
 		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
 			continue;
-		int held = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int held = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (held >= 0 && held != fd)
 			close(held);
 	}

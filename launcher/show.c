@@ -218,7 +218,13 @@ static int watch(const struct gpurun_request *request)
 			fwrite(report, 1, length, stdout);
 		}
 		free(report);
-		fflush(stdout);
+		/* A watch into a full disk or a closed descriptor would go on for ever, unseen. */
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			status = gpurun_fail(&err, GPURUN_EXIT_SOFTWARE, "cannot write the report: %s",
+					     strerror(errno));
+			fprintf(stderr, "gpurun: %s\n", err.message);
+			break;
+		}
 		next += request->watch_s;
 		if (next < monotonic_seconds())
 			next = monotonic_seconds() + request->watch_s;  /* a slow look: no burst */

@@ -164,6 +164,29 @@ for words in "--print" "--version" "--help" "--print --cpu-fallback --limit 9"; 
 		not_ok "$words into a full device: exit 70, said" "status $STATUS" "$ERR_TEXT"
 	fi
 done
+# ... and into a closed standard output: gpurun holds the place while it runs, but not for
+# writing.
+for words in "--print" "--show" "--show --watch 0.1" "--show --json --watch 0.1"; do
+	# shellcheck disable=SC2086
+	timeout 10 "$GPURUN" $words >&- 2>"$SCRATCH/stderr"
+	STATUS=$? ERR_TEXT=$(cat "$SCRATCH/stderr")
+	if [ "$STATUS" = 70 ] && grep -q "^gpurun: cannot write" <<<"$ERR_TEXT"; then
+		ok "$words into a closed stdout: exit 70, said"
+	else
+		not_ok "$words into a closed stdout: exit 70, said" "status $STATUS" "$ERR_TEXT"
+	fi
+done
+if [ -w /dev/full ]; then
+	timeout 10 "$GPURUN" --show --watch 0.1 >/dev/full 2>"$SCRATCH/stderr"
+	STATUS=$? ERR_TEXT=$(cat "$SCRATCH/stderr")
+	if [ "$STATUS" = 70 ] && grep -q "^gpurun: cannot write the report: " <<<"$ERR_TEXT"; then
+		ok "--show --watch into a full device: exit 70 at the first frame, said"
+	else
+		not_ok "--show --watch into a full device: exit 70 at the first frame, said" "status $STATUS" "$ERR_TEXT"
+	fi
+else
+	skip "--show --watch into a full device" "no /dev/full"
+fi
 
 # --- usage errors ------------------------------------------------------------------------------
 run "$GPURUN" --lmit 1 true
