@@ -16,6 +16,7 @@ _gpurun()
 	local with_value=' --limit --min-count --max-load --max-memory --min-free --exclude --order
 		--seed --attempts --interval --timeout --lock-dir --preload-lib --source --vendor
 		--smi-timeout '
+	with_value=${with_value//[[:space:]]/ }       # one line: each name between two spaces
 
 	# After the command has started, complete for the command itself.
 	local i
