@@ -433,7 +433,6 @@ static bool is_preloadable(const char *path)
 static int run_lazy(const struct gpurun_request *request, int option_count, char **options)
 {
 	char library[PATH_MAX];
-	char preload[PATH_MAX * 2];
 	char gpurun_options[8192];
 	const char *inherited = getenv("LD_PRELOAD");
 
@@ -470,15 +469,19 @@ static int run_lazy(const struct gpurun_request *request, int option_count, char
 		fprintf(stderr, "gpurun: --lazy: the options are too long for GPURUN_OPTIONS\n");
 		return GPURUN_EXIT_USAGE;
 	}
-	if (inherited && *inherited)
-		snprintf(preload, sizeof(preload), "%s:%s", absolute, inherited);
-	else
-		snprintf(preload, sizeof(preload), "%s", absolute);
-	if (setenv("LD_PRELOAD", preload, 1) != 0 ||
+	/* Ours first, then whatever was preloaded already, whole however long it is. */
+	size_t size = strlen(absolute) + (inherited ? strlen(inherited) + 1 : 0) + 1;
+	char *preload = malloc(size);
+	if (preload)
+		snprintf(preload, size, "%s%s%s", absolute, inherited && *inherited ? ":" : "",
+			 inherited ? inherited : "");
+	if (!preload || setenv("LD_PRELOAD", preload, 1) != 0 ||
 	    setenv("GPURUN_OPTIONS", gpurun_options, 1) != 0) {
 		fprintf(stderr, "gpurun: cannot set the environment: %s\n", strerror(errno));
+		free(preload);
 		return GPURUN_EXIT_SOFTWARE;
 	}
+	free(preload);          /* setenv copied it */
 	return exec_command(request);
 }
 

@@ -17,6 +17,11 @@
 #include "lease_internal.h"
 #include "queue_internal.h"
 
+/* The shortest time between attempts, whatever --interval says: GPUtil's interval=0 means
+ * "again at once", and a waiter doing that for hours would burn a core of a shared machine.
+ * (A release wakes a waiter at once anyway: the interval is for load and memory.) */
+#define ATTEMPT_GAP_MIN_S 0.01
+
 /* How often a waiter without inotify checks for its news (poll_for_news). */
 #define NEWS_POLL_NS (50 * 1000 * 1000)
 
@@ -584,7 +589,7 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 		double now = monotonic_seconds();
 		if (now >= next_attempt || now >= deadline) {
 			progress.attempt++;
-			next_attempt = now + request->interval_s;
+			next_attempt = now + fmax(request->interval_s, ATTEMPT_GAP_MIN_S);
 		}
 		status = look(&waiter, choice, &progress, err);
 		progress.elapsed_s = monotonic_seconds() - start;

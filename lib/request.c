@@ -1,5 +1,6 @@
 /* request: the one option parser, for gpurun's command line and for GPURUN_OPTIONS. Every option
  * is one row of the table below; how options fit together is checked once, after the last one. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,10 +134,11 @@ static int apply_limit(struct parser *p, const struct option_spec *option, const
 		p->request->limit = GPURUN_LIMIT_ALL;
 		return 0;
 	}
-	if (gpurun_parse_count(value, &limit) != 0 || limit == 0)
+	/* The largest count is GPURUN_LIMIT_ALL's value: a number, it must not mean "all". */
+	if (gpurun_parse_count(value, &limit) != 0 || limit == 0 || limit == GPURUN_LIMIT_ALL)
 		return reject(p, GPURUN_EXIT_USAGE,
-			      "%s: '%s' is not a number of GPUs (1 or more) or 'all'",
-			      option->name, value);
+			      "%s: '%s' is not a number of GPUs (1 to %u) or 'all'",
+			      option->name, value, GPURUN_LIMIT_ALL - 1);
 	p->request->limit = limit;
 	return 0;
 }
@@ -217,8 +219,8 @@ static int apply_wait(struct parser *p, const struct option_spec *option, const 
 static int apply_seed(struct parser *p, const struct option_spec *option, const char *value)
 {
 	if (gpurun_parse_count(value, &p->request->random_seed) != 0)
-		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not a non-negative integer",
-			      option->name, value);
+		return reject(p, GPURUN_EXIT_USAGE, "%s: '%s' is not an integer from 0 to %u",
+			      option->name, value, UINT_MAX);
 	p->seed_seen = true;
 	return 0;
 }

@@ -78,6 +78,12 @@ run_timed "$GPURUN" --print --limit 3 --timeout 0.5 --interval 0.1
 expect_error "--timeout gives up with exit 75" 75 "wanted 3 GPUs"
 expect_took "--timeout 0.5 waits about 0.5 s" 0.5 1.2
 
+# --interval 0 (GPUtil's "again at once") still leaves 10 ms between looks: no spinning.
+run "$GPURUN" --print --limit 3 --timeout 0.5 --interval 0 --verbose
+attempts=$(grep -c "^gpurun: attempt " <<<"$ERR_TEXT")
+check "--interval 0 looks at most 100 times a second ($attempts looks in 0.5 s)" \
+	test "$STATUS" = 75 -a "$attempts" -ge 1 -a "$attempts" -le 60
+
 run "$GPURUN" --print --limit 3 --attempts 2 --interval 0.05 --verbose
 if [ "$STATUS" = 75 ] && grep -q '^gpurun: attempt 1/2: wanted 3 GPUs, 2 available' <<<"$ERR_TEXT" &&
 	grep -q '^gpurun: attempt 2/2: wanted 3 GPUs, 2 available' <<<"$ERR_TEXT" &&

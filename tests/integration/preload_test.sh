@@ -453,6 +453,12 @@ check "gpurun --lazy chooses nothing itself (nothing leased before cuInit)" test
 LD_PRELOAD=$SCRATCH/runpath/sub/libsibling.so run "$GPURUN" --lazy sh -c "$SHOW_PRELOAD"
 expect "gpurun --lazy prepends the library to an existing LD_PRELOAD" 0 \
 	"$PRELOAD:$SCRATCH/runpath/sub/libsibling.so|--lazy"
+# An LD_PRELOAD longer than any path buffer is kept whole (it was cut at 8191 bytes, and the
+# loader warned about the broken name at the cut).
+long_preload=$(printf '/nonexistent/%0200d.so:' $(seq 60))$SCRATCH/runpath/sub/libsibling.so
+LD_PRELOAD=$long_preload run "$GPURUN" --lazy sh -c 'printf "%s\n" "${#LD_PRELOAD}"'
+check "gpurun --lazy keeps a long LD_PRELOAD whole (${#long_preload} bytes)" \
+	test "$OUT_TEXT" = "$((${#PRELOAD} + 1 + ${#long_preload}))"
 
 mkdir -p "$SCRATCH/elsewhere"
 cp "$PRELOAD" "$SCRATCH/elsewhere/libgpurun-preload.so"

@@ -177,7 +177,12 @@ static void limit_zero_is_an_error(void **state)
 {
 	(void)state;
 	assert_usage(PARSE("--limit", "0", "true"),
-		     "--limit: '0' is not a number of GPUs (1 or more) or 'all'");
+		     "--limit: '0' is not a number of GPUs (1 to 4294967294) or 'all'");
+	/* The largest unsigned is what 'all' is stored as: as a number it must not mean all. */
+	assert_usage(PARSE("--limit", "4294967295", "true"),
+		     "--limit: '4294967295' is not a number of GPUs (1 to 4294967294) or 'all'");
+	assert_parsed(PARSE("--limit", "4294967294", "true"));
+	assert_int_equal(request.limit, 4294967294u);
 }
 
 static void limit_garbage_is_an_error(void **state)
@@ -384,6 +389,8 @@ static void seed_both_forms(void **state)
 	assert_int_equal(request.random_seed, 42);
 	assert_parsed(PARSE("--seed=7", "--order=random", "true"));
 	assert_int_equal(request.random_seed, 7);
+	assert_usage(PARSE("--order", "random", "--seed", "4294967296", "true"),
+		     "--seed: '4294967296' is not an integer from 0 to 4294967295");
 }
 
 /* Options that would change nothing are refused, as --json without --show is. */
