@@ -17,6 +17,7 @@ int main(int argc, char **argv)
 	gpurun_request_init(&request);
 	if (gpurun_request_parse_string(&request, options, &err) != 0) {
 		fprintf(stderr, "pick: %s\n", err.message);
+		gpurun_request_free(&request);
 		return err.status;
 	}
 	/* Probe, apply CUDA_VISIBLE_DEVICES and the other masks, select, lease: what gpurun does. */
@@ -27,9 +28,15 @@ int main(int argc, char **argv)
 		gpurun_request_free(&request);
 		return status;
 	}
-	gpurun_choice_format(&choice, &request, visible, sizeof(visible));
-	printf("CUDA_VISIBLE_DEVICES=%s (%zu GPU%s, leased until this program lets go)\n", visible,
-	       choice.count, choice.count == 1 ? "" : "s");
+	if (gpurun_choice_format(&choice, &request, visible, sizeof(visible)) != 0) {
+		fprintf(stderr, "pick: the chosen list does not fit in %zu bytes\n", sizeof(visible));
+		gpurun_choice_free(&choice);
+		gpurun_request_free(&request);
+		return GPURUN_EXIT_SOFTWARE;
+	}
+	/* ROCR_VISIBLE_DEVICES for AMD GPUs, CUDA_VISIBLE_DEVICES for NVIDIA ones. */
+	printf("%s=%s (%zu GPU%s, leased until this program lets go)\n",
+	       gpurun_choice_variable(&choice), visible, choice.count, choice.count == 1 ? "" : "s");
 	for (size_t i = 0; i < choice.count; i++) {
 		const struct gpurun_device *gpu = &choice.snapshot.devices[choice.chosen[i]];
 

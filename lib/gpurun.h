@@ -114,7 +114,8 @@ struct gpurun_snapshot {
 	struct gpurun_device *devices;
 	size_t count;
 	char driver_version[GPURUN_DRIVER_SIZE];
-	const char *source;             /* "nvml" or "nvidia-smi" (static string) */
+	const char *source;             /* "nvml", "nvidia-smi", "amdgpu", "nvml+amdgpu" or
+					 * "nvidia-smi+amdgpu" (a static string) */
 	size_t processes_unseen;        /* processes whose GPU use could not be read (for AMD GPUs,
 					 * other users' without root): in no device's list */
 };
@@ -200,6 +201,8 @@ int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
  * with '...' and "..." quoting. A command is not allowed there. */
 int gpurun_request_parse_string(struct gpurun_request *request, const char *options,
 				struct gpurun_error *err);
+/* Frees what parsing allocated (the --exclude list, --preload-lib, --lock-dir), also after a
+ * failed parse; command points into argv and is not freed. */
 void gpurun_request_free(struct gpurun_request *request);
 /* The fewest GPUs the request accepts: --min-count, else 1 with --limit all, else --limit. */
 unsigned gpurun_request_needed(const struct gpurun_request *request);
@@ -218,8 +221,9 @@ void gpurun_format_duration(double seconds, char *text, size_t size);
 
 /* ---- probing ------------------------------------------------------------------------------ */
 
-/* Takes a snapshot from the requested source. AUTO: NVML, else nvidia-smi. On failure the
- * error names what was tried and why it failed (status GPURUN_EXIT_NO_GPU_INFO). */
+/* Takes a snapshot from the requested source. AUTO: NVML, else nvidia-smi, and the AMD GPUs
+ * amdgpu's sysfs files show beside either. On failure the error names what was tried and why it
+ * failed (status GPURUN_EXIT_NO_GPU_INFO). */
 int gpurun_probe(const struct gpurun_request *request, struct gpurun_snapshot *snapshot,
 		 struct gpurun_error *err);
 int gpurun_probe_nvml(struct gpurun_snapshot *snapshot, struct gpurun_error *err);
@@ -272,7 +276,8 @@ struct gpurun_cuda_order {
 
 /* Asks the CUDA driver ($GPURUN_CUDA_LIB, else libcuda.so.1) which devices it shows with
  * CUDA_VISIBLE_DEVICES=visible, in a short-lived child process: this process never loads the
- * driver, which reads CUDA_VISIBLE_DEVICES once at cuInit and keeps it for good. */
+ * driver, which reads CUDA_VISIBLE_DEVICES once at cuInit and keeps it for good. order is
+ * zeroed, or from an earlier call (whose answer it frees). */
 void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order);
 void gpurun_cuda_order_free(struct gpurun_cuda_order *order);
 
@@ -303,7 +308,8 @@ struct gpurun_mask {
  * first need (integers in CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER not PCI_BUS_ID, GPUs of
  * different models); NULL never asks, and integers are then read in PCI order with a warning
  * where that can be wrong. AMD devices are subject to the Slurm allocation and
- * ROCR_VISIBLE_DEVICES. */
+ * ROCR_VISIBLE_DEVICES. mask is zeroed, or from an earlier call (it is freed and refilled);
+ * gpurun_mask_free releases it. */
 int gpurun_mask_apply(const struct gpurun_snapshot *snapshot, const struct gpurun_inherited *inherited,
 		      struct gpurun_cuda_order *order, struct gpurun_mask *mask,
 		      struct gpurun_error *err);
