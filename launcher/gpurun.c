@@ -135,15 +135,6 @@ static bool is_chosen(const struct gpurun_choice *choice, size_t position)
 	return false;
 }
 
-/* A MIG instance is named after its GPU: "GPU 2 MIG 0". */
-static void device_label(const struct gpurun_device *device, char *label, size_t size)
-{
-	if (device->vendor == GPURUN_VENDOR_NVIDIA && device->mig_parent >= 0)
-		snprintf(label, size, "GPU %d MIG %d", device->mig_parent, device->mig_instance);
-	else
-		snprintf(label, size, "GPU %d", device->index);
-}
-
 /* Why a device the masks allow was not chosen. */
 static void availability(const struct gpurun_request *request, const struct gpurun_choice *choice,
 			 const struct gpurun_device *device, char *reason, size_t size)
@@ -198,7 +189,7 @@ static void explain(const struct gpurun_request *request, struct gpurun_choice *
 				 vendor == GPURUN_VENDOR_NVIDIA ? " (--vendor amd for a ROCm job)" : "");
 		else
 			availability(request, choice, device, reason, sizeof(reason));
-		device_label(device, label, sizeof(label));
+		gpurun_device_label(device, label, sizeof(label));
 		fprintf(stderr, "gpurun: %s (%s): %s\n", label, device->uuid, reason);
 	}
 }

@@ -124,6 +124,8 @@ struct gpurun_snapshot {
 int gpurun_snapshot_init(struct gpurun_snapshot *snapshot, size_t count, struct gpurun_error *err);
 void gpurun_device_init_unknown(struct gpurun_device *device);
 void gpurun_snapshot_free(struct gpurun_snapshot *snapshot);
+/* How --explain and the masks name a device: "GPU 2", or "GPU 1 MIG 0" for a MIG instance. */
+void gpurun_device_label(const struct gpurun_device *device, char *label, size_t size);
 /* Moves every device of *more to the end of *snapshot (*more is left empty). Their indices
  * continue after the highest index already there, so that one table can show NVIDIA GPUs
  * 0..n-1 and then AMD GPUs n, n+1, ...; each vendor's own numbering is

@@ -1,5 +1,6 @@
 /* snapshot: the plain-data picture of the machine that every step after probe works on. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,14 @@ void gpurun_device_init_unknown(struct gpurun_device *device)
 	device->mig_instance = -1;
 	device->mig_gpu_instance = -1;
 	device->mig_compute_instance = -1;
+}
+
+void gpurun_device_label(const struct gpurun_device *device, char *label, size_t size)
+{
+	if (device->vendor == GPURUN_VENDOR_NVIDIA && device->mig_parent >= 0)
+		snprintf(label, size, "GPU %d MIG %d", device->mig_parent, device->mig_instance);
+	else
+		snprintf(label, size, "GPU %d", device->index);
 }
 
 int gpurun_snapshot_init(struct gpurun_snapshot *snapshot, size_t count, struct gpurun_error *err)

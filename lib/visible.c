@@ -135,14 +135,6 @@ static bool is_instance(const struct gpurun_device *device)
 	return is_nvidia(device) && device->mig_parent >= 0;
 }
 
-static void device_label(const struct gpurun_device *device, char *label, size_t size)
-{
-	if (is_instance(device))
-		snprintf(label, size, "GPU %d MIG %d", device->mig_parent, device->mig_instance);
-	else
-		snprintf(label, size, "GPU %d", device->index);
-}
-
 static long physical_with_index(const struct gpurun_snapshot *snapshot, unsigned long long index)
 {
 	for (size_t i = 0; i < snapshot->count; i++)
@@ -578,7 +570,7 @@ static void describe_targets(const struct gpurun_snapshot *snapshot, const struc
 	for (size_t i = 0; i < parse->target_count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[parse->targets[i]];
 
-		device_label(device, label, sizeof(label));
+		gpurun_device_label(device, label, sizeof(label));
 		add(rules, "%s%s", i ? ", " : "", label);
 		if (device->mig_enabled)
 			add(rules, " (MIG %s: its %zu instance%s)",
