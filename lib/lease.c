@@ -508,12 +508,15 @@ void gpurun_lease_release(struct gpurun_lease *lease)
 	lease->count = 0;
 }
 
+/* getpwuid_r: the library runs inside multi-threaded programs, whose other threads may look up
+ * users too. */
 static void name_user(struct gpurun_holder *holder)
 {
-	struct passwd *entry = getpwuid(holder->uid);
+	struct passwd entry, *found = NULL;
+	char buffer[4096];
 
-	if (entry)
-		snprintf(holder->user, sizeof(holder->user), "%s", entry->pw_name);
+	if (getpwuid_r(holder->uid, &entry, buffer, sizeof(buffer), &found) == 0 && found)
+		snprintf(holder->user, sizeof(holder->user), "%s", found->pw_name);
 	else
 		snprintf(holder->user, sizeof(holder->user), "%u", (unsigned)holder->uid);
 }
