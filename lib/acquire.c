@@ -57,34 +57,13 @@ static unsigned wanted_count(const struct gpurun_request *request, size_t availa
 	return request->limit;
 }
 
-/* Whether the device could ever be chosen: were it idle and free, would the request take it?
- * Only --exclude and what the device is (a MIG-enabled GPU, an instance without a UUID) can
- * still keep it out. */
-static bool could_be_chosen(const struct gpurun_device *device,
-			    const struct gpurun_request *request)
-{
-	struct gpurun_device idle = *device;
-	struct gpurun_request any_load = *request;
-
-	idle.lost = false;
-	idle.leased = false;
-	idle.load = 0;
-	idle.memory_used = 0;
-	idle.memory_free = 0;
-	any_load.min_free_mib = -INFINITY;
-	any_load.max_load = INFINITY;
-	any_load.max_memory = INFINITY;
-	any_load.include_nan = true;
-	return gpurun_device_available(&idle, &any_load);
-}
-
 /* Whether the job could ever take the device: inside the masks (allowed), of the job's vendor,
- * and such as could be chosen. The waiting line, "waiting cannot help" and the busy count all
+ * and eligible. The waiting line, "waiting cannot help" and the busy count all
  * speak of these devices. */
 static bool within_reach(const struct gpurun_device *device, bool allowed,
 			 enum gpurun_vendor vendor, const struct gpurun_request *request)
 {
-	return allowed && device->vendor == vendor && could_be_chosen(device, request);
+	return allowed && device->vendor == vendor && gpurun_device_eligible(device, request);
 }
 
 /* Busy: within reach (not excluded, no MIG instance without a UUID), yet not available now (a

@@ -350,6 +350,10 @@ void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
 /* --exclude names it, by the table's index or by UUID. */
 bool gpurun_device_excluded(const struct gpurun_device *device,
 			    const struct gpurun_request *request);
+/* Whether the request could ever take the device, whatever its load, memory and lease: not a
+ * MIG-enabled GPU, not a MIG instance without a UUID, not excluded. */
+bool gpurun_device_eligible(const struct gpurun_device *device,
+			    const struct gpurun_request *request);
 /* GPUtil's getAvailability for one device, plus gpurun's extensions (exclusion by UUID,
  * lost devices, leases held by others). */
 bool gpurun_device_available(const struct gpurun_device *device,

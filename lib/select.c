@@ -70,15 +70,10 @@ static int explain(char *buffer, size_t size, const char *fmt, ...)
 	return 1;
 }
 
-int gpurun_unavailable_reason(const struct gpurun_device *device,
-			      const struct gpurun_request *request, char *buffer, size_t size)
+/* What keeps a device out whatever its state: what it is, and --exclude. */
+static int ineligible_reason(const struct gpurun_device *device,
+			     const struct gpurun_request *request, char *buffer, size_t size)
 {
-	double memory_util = gpurun_device_memory_util(device);
-
-	if (buffer && size > 0)
-		buffer[0] = '\0';
-	if (device->lost)
-		return explain(buffer, size, "lost (GPU_IS_LOST)");
 	if (device->mig_enabled)
 		return explain(buffer, size, "%s",
 			       gpurun_mask_verdict_text(device->mig_mode_unknown
@@ -89,12 +84,32 @@ int gpurun_unavailable_reason(const struct gpurun_device *device,
 	if (device->mig_parent >= 0 && !device->uuid[0])
 		return explain(buffer, size, "MIG instance without a UUID: CUDA could not be told "
 					     "which instance");
+	if (gpurun_device_excluded(device, request))
+		return explain(buffer, size, "excluded");
+	return 0;
+}
+
+bool gpurun_device_eligible(const struct gpurun_device *device,
+			    const struct gpurun_request *request)
+{
+	return ineligible_reason(device, request, NULL, 0) == 0;
+}
+
+int gpurun_unavailable_reason(const struct gpurun_device *device,
+			      const struct gpurun_request *request, char *buffer, size_t size)
+{
+	double memory_util = gpurun_device_memory_util(device);
+
+	if (buffer && size > 0)
+		buffer[0] = '\0';
+	if (device->lost)
+		return explain(buffer, size, "lost (GPU_IS_LOST)");
+	if (ineligible_reason(device, request, buffer, size))
+		return 1;
 	if (device->leased)
 		return explain(buffer, size, "leased by pid %ld%s%s%s", (long)device->holder.pid,
 			       device->holder.user[0] ? " (" : "", device->holder.user,
 			       device->holder.user[0] ? ")" : "");
-	if (gpurun_device_excluded(device, request))
-		return explain(buffer, size, "excluded");
 	/* NaN free memory fails even against 0, and include_nan does not rescue it (GPUtil). */
 	if (isnan(device->memory_free))
 		return explain(buffer, size, "free memory unknown");
