@@ -11,7 +11,14 @@ TMPFILES_DIR ?= $(PREFIX)/lib/tmpfiles.d
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
 VERSION := $(shell sed -n 's/^\#define GPURUN_VERSION "\(.*\)"/\1/p' lib/gpurun.h)
-SONAME = libgpurun.so.0
+$(if $(VERSION),,$(error lib/gpurun.h defines no GPURUN_VERSION))
+# The ABI version: in 0.x every minor version may break the ABI, so it is major.minor (0.2 for
+# 0.2.x); from 1.0 on, the major version. It names the soname (libgpurun.so.0.2) and the version
+# node of every exported symbol (GPURUN_0.2): a program built against one ABI never loads another.
+VERSION_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
+VERSION_MINOR := $(word 2,$(subst ., ,$(VERSION)))
+ABI_VERSION := $(if $(filter 0,$(VERSION_MAJOR)),0.$(VERSION_MINOR),$(VERSION_MAJOR))
+SONAME = libgpurun.so.$(ABI_VERSION)
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -56,10 +63,15 @@ $(B)/libgpurun.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
-# The shared library exports the public API (gpurun_*) and nothing else (lib/libgpurun.map).
-$(B)/libgpurun.so.$(VERSION): $(LIB_OBJ) lib/libgpurun.map
+# The shared library exports the public API (gpurun_*) and nothing else (lib/libgpurun.map, its
+# version node named for this ABI version).
+$(B)/libgpurun.map: lib/libgpurun.map lib/gpurun.h
+	@mkdir -p $(@D)
+	sed 's/@ABI_VERSION@/$(ABI_VERSION)/' lib/libgpurun.map >$@
+
+$(B)/libgpurun.so.$(VERSION): $(LIB_OBJ) $(B)/libgpurun.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
-		-Wl,--version-script,lib/libgpurun.map -o $@ $(LIB_OBJ) $(LDLIBS_GPURUN)
+		-Wl,--version-script,$(B)/libgpurun.map -o $@ $(LIB_OBJ) $(LDLIBS_GPURUN)
 
 $(B)/libgpurun.so: $(B)/libgpurun.so.$(VERSION)
 	ln -sf libgpurun.so.$(VERSION) $(B)/$(SONAME)

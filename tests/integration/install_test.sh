@@ -24,9 +24,14 @@ fi
 ok "make install PREFIX=... LIBDIR=... succeeds"
 
 VERSION=$(sed -n 's/^#define GPURUN_VERSION "\(.*\)"/\1/p' "$ROOT/lib/gpurun.h")
+# The ABI version, as the Makefile should derive it: in 0.x every minor version may break the
+# ABI (0.2.x is 0.2), from 1.0 on the major version alone.
+IFS=. read -r major minor _ <<<"$VERSION"
+ABI=$([ "$major" = 0 ] && echo "0.$minor" || echo "$major")
+SONAME=libgpurun.so.$ABI
 missing=""
 for file in "$PREFIX/bin/gpurun" "$LIBDIR/libgpurun-preload.so" "$LIBDIR/libgpurun.so.$VERSION" \
-	"$LIBDIR/libgpurun.so.0" "$LIBDIR/libgpurun.so" "$LIBDIR/libgpurun.a" \
+	"$LIBDIR/$SONAME" "$LIBDIR/libgpurun.so" "$LIBDIR/libgpurun.a" \
 	"$PREFIX/include/gpurun.h" "$LIBDIR/pkgconfig/gpurun.pc" "$PREFIX/share/man/man1/gpurun.1" \
 	"$PREFIX/share/bash-completion/completions/gpurun" "$PREFIX/share/zsh/site-functions/_gpurun" \
 	"$PREFIX/lib/tmpfiles.d/gpurun.conf"; do
@@ -35,11 +40,14 @@ done
 check "every file is installed where PREFIX and LIBDIR say${missing:+ (missing:$missing)}" test -z "$missing"
 
 soname=$(readelf -d "$LIBDIR/libgpurun.so.$VERSION" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-check "libgpurun.so has the soname libgpurun.so.0 (got '$soname'), libgpurun.so -> .so.0 -> .so.$VERSION" \
-	test "$soname" = libgpurun.so.0 -a "$(readlink "$LIBDIR/libgpurun.so")" = libgpurun.so.0 \
-	-a "$(readlink "$LIBDIR/libgpurun.so.0")" = "libgpurun.so.$VERSION"
-foreign=$(nm -D --defined-only "$LIBDIR/libgpurun.so" | awk '$2 ~ /[TDBR]/ && $3 !~ /^gpurun_/ { print $3 }' | tr '\n' ' ')
-check "libgpurun.so exports only gpurun_* (others: '$foreign')" test -z "$foreign"
+check "libgpurun.so $VERSION has the soname $SONAME (got '$soname')" test "$soname" = "$SONAME"
+chain="$(readlink "$LIBDIR/libgpurun.so") -> $(readlink "$LIBDIR/$SONAME")"
+check "libgpurun.so -> $SONAME -> libgpurun.so.$VERSION, a file (got '$chain')" \
+	test "$chain" = "$SONAME -> libgpurun.so.$VERSION" -a -f "$(readlink -e "$LIBDIR/libgpurun.so")"
+foreign=$(nm -D --defined-only "$LIBDIR/libgpurun.so" |
+	awk '!($2 ~ /[TDBR]/ && $3 ~ /^gpurun_.*@@GPURUN_'"$ABI"'$/ || $2 == "A" && $3 == "GPURUN_'"$ABI"'") { print $3 }' |
+	tr '\n' ' ')
+check "libgpurun.so exports only gpurun_*, each of version GPURUN_$ABI (others: '$foreign')" test -z "$foreign"
 exported=$(nm -D --defined-only "$LIBDIR/libgpurun-preload.so" | awk '{ print $NF }' | sort | tr '\n' ' ')
 check "the installed preload library exports only its hooks ($exported)" test "$exported" = "$PRELOAD_HOOKS"
 
@@ -61,6 +69,12 @@ if command -v pkg-config >/dev/null; then
 		expect "examples/pick.c, built with \$(pkg-config --cflags --libs gpurun), chooses" 0 \
 			"CUDA_VISIBLE_DEVICES=2 (1 GPU, leased until this program lets go)
 GPU 2 GPU-c37e0b91-5a28-4f6d-8e14-b92a6c0d7f35: NVIDIA A100-SXM4-80GB, load 3%, 2000 of 81920 MiB used"
+		# What a program built against this version asks the loader for: this soname, and
+		# the symbols of this ABI version (a 0.1 program asked for libgpurun.so.0 and got 0.2).
+		needed=$(readelf -d "$SCRATCH/pick" | sed -n 's/.*(NEEDED).*\[\(libgpurun.*\)\]/\1/p')
+		required=$(readelf -V "$SCRATCH/pick" | grep -o 'Name: GPURUN_[^ ]*' | sort -u | cut -c7- | paste -sd,)
+		check "... and needs $SONAME, symbols of version GPURUN_$ABI (got '$needed', '$required')" \
+			test "$needed $required" = "$SONAME GPURUN_$ABI"
 	else
 		not_ok "examples/pick.c builds with pkg-config's flags ($flags)" "$(cat "$SCRATCH/cc.err")"
 	fi
