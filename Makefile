@@ -21,6 +21,8 @@ ABI_VERSION := $(if $(filter 0,$(VERSION_MAJOR)),0.$(VERSION_MINOR),$(VERSION_MA
 SONAME = libgpurun.so.$(ABI_VERSION)
 
 CC ?= cc
+# The compiler's own objcopy: a cross compiler names its target's, which the native one cannot read.
+OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow $(if $(WERROR),-Werror)
 # `make SANITIZE=1 check`: everything built with AddressSanitizer and UBSan, in its own tree, and
@@ -59,7 +61,21 @@ $(B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h) $(wildcard launcher/
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
-$(B)/libgpurun.a: $(LIB_OBJ)
+# The static library is one relocatable object (ld -r) of all of libgpurun in which only the
+# public API is global: the internal names (queue_open, sysfs_path, ...) are resolved inside it
+# and left free for the program that links it. Undefined references (libc, libdl) stay global.
+# (It depends on the Makefile too: a tree built before this recipe had the plain archive.)
+$(B)/libgpurun.a: $(LIB_OBJ) Makefile
+	@mkdir -p $(@D)
+	$(CC) -r -nostdlib -o $(B)/obj/libgpurun-merged.o $(LIB_OBJ)
+	$(OBJCOPY) --wildcard --keep-global-symbol='gpurun_*' $(B)/obj/libgpurun-merged.o \
+		$(B)/obj/libgpurun-public.o
+	rm -f $@ && $(AR) rcs $@ $(B)/obj/libgpurun-public.o
+
+# The objects as they are, for what is built here and needs more than the public API or takes
+# only the objects it uses: the unit tests (internal functions) and the preload library (which
+# would otherwise take all of libgpurun, and libm with it, into every program).
+$(B)/libgpurun-internal.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
@@ -106,9 +122,9 @@ $(B)/obj/preload/%.o: preload/%.c lib/gpurun.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -fvisibility=hidden -c $< -o $@
 
-$(B)/libgpurun-preload.so: $(PRELOAD_OBJ) $(B)/libgpurun.a
+$(B)/libgpurun-preload.so: $(PRELOAD_OBJ) $(B)/libgpurun-internal.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -fvisibility=hidden -Wl,--exclude-libs,ALL \
-		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun.a -Wl,--as-needed $(LDLIBS_GPURUN) -lpthread
+		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun-internal.a -Wl,--as-needed $(LDLIBS_GPURUN) -lpthread
 
 # ---- test doubles and helpers -------------------------------------------------------------
 # They stand for the outside world (drivers, other people's programs), so SANITIZE leaves them
@@ -145,9 +161,9 @@ $(B)/bench/%: bench/%.c bench/timing.h $(B)/libgpurun.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a $(LDLIBS_GPURUN)
 
-$(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun.a
+$(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun-internal.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a -lcmocka $(LDLIBS_GPURUN)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun-internal.a -lcmocka $(LDLIBS_GPURUN)
 
 # ---- targets people run ------------------------------------------------------------------
 # `make VALGRIND=1 check`: the unit tests, and every gpurun the integration tests start, run under
@@ -243,12 +259,13 @@ $(FUZZ_B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_B)/libgpurun.a: $(FUZZ_LIB_OBJ)
+# The targets call internal parsers (sysfs_*): the objects as they are.
+$(FUZZ_B)/libgpurun-internal.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(FUZZ_B)/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/fuzz.h $(FUZZ_B)/libgpurun.a
-	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_B)/libgpurun.a \
-		$(LDLIBS_GPURUN)
+$(FUZZ_B)/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/fuzz.h $(FUZZ_B)/libgpurun-internal.a
+	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
+		$(FUZZ_B)/libgpurun-internal.a $(LDLIBS_GPURUN)
 
 fuzz-build: $(FUZZ_BIN)
 

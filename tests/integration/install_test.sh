@@ -2,7 +2,8 @@
 # install_test.sh: `make install` into a temporary PREFIX, with LIBDIR outside it so that only
 # the compiled-in library directory can lead an installed gpurun to its preload library; what
 # is installed (the shared library's soname and exports, pkg-config, the man page, completions),
-# the example program built against the installed library, and `make uninstall`.
+# the example program built against the installed library, that the static library leaves
+# libgpurun's internal names to the program, and `make uninstall`.
 . "$(dirname "$0")/lib.sh"
 
 PREFIX=$SCRATCH/prefix
@@ -89,6 +90,61 @@ GPU 2 GPU-c37e0b91-5a28-4f6d-8e14-b92a6c0d7f35: NVIDIA A100-SXM4-80GB, load 3%, 
 	fi
 else
 	skip "pkg-config --cflags --libs gpurun" "pkg-config is not installed"
+fi
+
+# The installed libraries define no global name but gpurun_* (and the .so its version node): a
+# program may have functions of its own named as libgpurun's internal ones (queue_open,
+# sysfs_path, ...). One that does links against libgpurun.a, and each calls its own.
+foreign=$(nm -g --defined-only "$LIBDIR/libgpurun.a" | awk 'NF == 3 && $3 !~ /^gpurun_/ { print $3 }' |
+	tr '\n' ' ')
+check "libgpurun.a defines no global but gpurun_* (others: '$foreign')" test -z "$foreign"
+foreign=$(nm -g --defined-only "$LIBDIR/libgpurun.so.$VERSION" |
+	awk '$3 !~ /^gpurun_/ && $3 != "GPURUN_'"$ABI"'" { print $3 }' | tr '\n' ' ')
+check "libgpurun.so defines no global but gpurun_* (others: '$foreign')" test -z "$foreign"
+cat >"$SCRATCH/own_names.c" <<'EOF_C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <gpurun.h>
+
+static int mine;    /* set while main calls them: libgpurun must never call these */
+int queue_open(void) { if (!mine) abort(); return 1; }
+int sysfs_path(void) { if (!mine) abort(); return 2; }
+int lease_file_name(void) { if (!mine) abort(); return 3; }
+int close_all_but(void) { if (!mine) abort(); return 4; }
+int in_flight_add(void) { if (!mine) abort(); return 5; }
+
+int main(void)
+{
+	struct gpurun_request request;
+	struct gpurun_choice choice;
+	struct gpurun_error err;
+	char visible[64] = "";
+
+	mine = 1;
+	printf("%d%d%d%d%d ", queue_open(), sysfs_path(), lease_file_name(), close_all_but(),
+	       in_flight_add());
+	mine = 0;
+	gpurun_request_init(&request);
+	if (gpurun_request_parse_string(&request, "--limit 1 --order memory", &err) != 0 ||
+	    gpurun_acquire(&request, NULL, NULL, &choice, &err) != 0) {
+		fprintf(stderr, "%s\n", err.message);
+		return 1;
+	}
+	gpurun_choice_format(&choice, &request, visible, sizeof(visible));
+	printf("%s\n", visible);
+	gpurun_choice_free(&choice);
+	gpurun_request_free(&request);
+	return 0;
+}
+EOF_C
+if cc $SANITIZER_FLAGS -o "$SCRATCH/own_names" "$SCRATCH/own_names.c" -I"$PREFIX/include" \
+	"$LIBDIR/libgpurun.a" -ldl -lm 2>"$SCRATCH/cc.err"; then
+	run "$SCRATCH/own_names"
+	expect "a program with its own queue_open, sysfs_path, ... links libgpurun.a; each calls its own" \
+		0 "12345 2"
+else
+	not_ok "a program with its own queue_open, sysfs_path, ... links libgpurun.a" \
+		"$(head -n 5 "$SCRATCH/cc.err")"
 fi
 run "$BUILD/examples/pick" "--limit 2 --order free"
 [ "$STATUS" = 0 ] && [[ "$OUT_TEXT" == "CUDA_VISIBLE_DEVICES=2,3 (2 GPUs"* ]] &&
