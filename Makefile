@@ -11,9 +11,18 @@ TMPFILES_DIR ?= $(PREFIX)/lib/tmpfiles.d
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
 VERSION := $(shell sed -n 's/^\#define GPURUN_VERSION "\(.*\)"/\1/p' lib/gpurun.h)
-SONAME = libgpurun.so.0
+$(if $(VERSION),,$(error lib/gpurun.h defines no GPURUN_VERSION))
+# The ABI version: in 0.x every minor version may break the ABI, so it is major.minor (0.2 for
+# 0.2.x); from 1.0 on, the major version. It names the soname (libgpurun.so.0.2) and the version
+# node of every exported symbol (GPURUN_0.2): a program built against one ABI never loads another.
+VERSION_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
+VERSION_MINOR := $(word 2,$(subst ., ,$(VERSION)))
+ABI_VERSION := $(if $(filter 0,$(VERSION_MAJOR)),0.$(VERSION_MINOR),$(VERSION_MAJOR))
+SONAME = libgpurun.so.$(ABI_VERSION)
 
 CC ?= cc
+# The compiler's own objcopy: a cross compiler names its target's, which the native one cannot read.
+OBJCOPY ?= $(shell $(CC) -print-prog-name=objcopy)
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow $(if $(WERROR),-Werror)
 # `make SANITIZE=1 check`: everything built with AddressSanitizer and UBSan, in its own tree, and
@@ -52,14 +61,33 @@ $(B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h) $(wildcard launcher/
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
-$(B)/libgpurun.a: $(LIB_OBJ)
+# The static library is one relocatable object (ld -r) of all of libgpurun in which only the
+# public API is global: the internal names (queue_open, sysfs_path, ...) are resolved inside it
+# and left free for the program that links it. Undefined references (libc, libdl) stay global.
+# (It depends on the Makefile too: a tree built before this recipe had the plain archive.)
+$(B)/libgpurun.a: $(LIB_OBJ) Makefile
+	@mkdir -p $(@D)
+	$(CC) -r -nostdlib -o $(B)/obj/libgpurun-merged.o $(LIB_OBJ)
+	$(OBJCOPY) --wildcard --keep-global-symbol='gpurun_*' $(B)/obj/libgpurun-merged.o \
+		$(B)/obj/libgpurun-public.o
+	rm -f $@ && $(AR) rcs $@ $(B)/obj/libgpurun-public.o
+
+# The objects as they are, for what is built here and needs more than the public API or takes
+# only the objects it uses: the unit tests (internal functions) and the preload library (which
+# would otherwise take all of libgpurun, and libm with it, into every program).
+$(B)/libgpurun-internal.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
-# The shared library exports the public API (gpurun_*) and nothing else (lib/libgpurun.map).
-$(B)/libgpurun.so.$(VERSION): $(LIB_OBJ) lib/libgpurun.map
+# The shared library exports the public API (gpurun_*) and nothing else (lib/libgpurun.map, its
+# version node named for this ABI version).
+$(B)/libgpurun.map: lib/libgpurun.map lib/gpurun.h
+	@mkdir -p $(@D)
+	sed 's/@ABI_VERSION@/$(ABI_VERSION)/' lib/libgpurun.map >$@
+
+$(B)/libgpurun.so.$(VERSION): $(LIB_OBJ) $(B)/libgpurun.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
-		-Wl,--version-script,lib/libgpurun.map -o $@ $(LIB_OBJ) $(LDLIBS_GPURUN)
+		-Wl,--version-script,$(B)/libgpurun.map -o $@ $(LIB_OBJ) $(LDLIBS_GPURUN)
 
 $(B)/libgpurun.so: $(B)/libgpurun.so.$(VERSION)
 	ln -sf libgpurun.so.$(VERSION) $(B)/$(SONAME)
@@ -94,9 +122,9 @@ $(B)/obj/preload/%.o: preload/%.c lib/gpurun.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -fvisibility=hidden -c $< -o $@
 
-$(B)/libgpurun-preload.so: $(PRELOAD_OBJ) $(B)/libgpurun.a
+$(B)/libgpurun-preload.so: $(PRELOAD_OBJ) $(B)/libgpurun-internal.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -fvisibility=hidden -Wl,--exclude-libs,ALL \
-		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun.a -Wl,--as-needed $(LDLIBS_GPURUN) -lpthread
+		-o $@ $(PRELOAD_OBJ) $(B)/libgpurun-internal.a -Wl,--as-needed $(LDLIBS_GPURUN) -lpthread
 
 # ---- test doubles and helpers -------------------------------------------------------------
 # They stand for the outside world (drivers, other people's programs), so SANITIZE leaves them
@@ -133,9 +161,9 @@ $(B)/bench/%: bench/%.c bench/timing.h $(B)/libgpurun.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a $(LDLIBS_GPURUN)
 
-$(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun.a
+$(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun-internal.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a -lcmocka $(LDLIBS_GPURUN)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun-internal.a -lcmocka $(LDLIBS_GPURUN)
 
 # ---- targets people run ------------------------------------------------------------------
 # `make VALGRIND=1 check`: the unit tests, and every gpurun the integration tests start, run under
@@ -231,12 +259,13 @@ $(FUZZ_B)/obj/%.o: %.c lib/gpurun.h $(wildcard lib/*_internal.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_B)/libgpurun.a: $(FUZZ_LIB_OBJ)
+# The targets call internal parsers (sysfs_*): the objects as they are.
+$(FUZZ_B)/libgpurun-internal.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(FUZZ_B)/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/fuzz.h $(FUZZ_B)/libgpurun.a
-	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_B)/libgpurun.a \
-		$(LDLIBS_GPURUN)
+$(FUZZ_B)/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/fuzz.h $(FUZZ_B)/libgpurun-internal.a
+	$(FUZZ_CC) $(ALL_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
+		$(FUZZ_B)/libgpurun-internal.a $(LDLIBS_GPURUN)
 
 fuzz-build: $(FUZZ_BIN)
 

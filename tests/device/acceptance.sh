@@ -327,6 +327,7 @@ compare_check() {
 # ==== 1. build ================================================================================
 # Without make (the device image is not promised to have it), the Makefile's compiler lines by
 # hand: libgpurun.a, gpurun, the preload library, the two benchmarks, and in the dry run the fakes.
+# libgpurun.a stays a plain archive: only the installed one needs its internal names made local.
 build_without_make() {
 	local flags=(-std=gnu11 -Wall -Wextra -O2 -g -fPIC -Ilib -D_GNU_SOURCE
 		-DGPURUN_LIBDIR="\"/usr/local/lib\"") source object hidden pids=() pid failed=0

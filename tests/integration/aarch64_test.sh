@@ -45,7 +45,7 @@ mkdir -p "$SCRATCH/bti" "$SCRATCH/runpath/sub"
 if ! "${CROSS}gcc" $CROSS_CFLAGS -fPIC -c -o "$SCRATCH/bti/dso_handle.o" "$SOURCES/dso_handle.c" ||
 	! "${CROSS}gcc" $CROSS_CFLAGS -shared -fvisibility=hidden -Wl,--exclude-libs,ALL -nostartfiles \
 		-Wl,-z,force-bti -o "$PRELOAD_BTI" "$A64/obj/preload/preload.o" "$SCRATCH/bti/dso_handle.o" \
-		"$A64/libgpurun.a" -ldl -lm -lpthread 2>"$SCRATCH/bti.log"; then
+		"$A64/libgpurun-internal.a" -ldl -lm -lpthread 2>"$SCRATCH/bti.log"; then
 	not_ok "the BTI-enforced link of the library" "$(grep -v 'BTI turned on' "$SCRATCH/bti.log")"
 	exit 1
 fi

@@ -2,7 +2,8 @@
 # install_test.sh: `make install` into a temporary PREFIX, with LIBDIR outside it so that only
 # the compiled-in library directory can lead an installed gpurun to its preload library; what
 # is installed (the shared library's soname and exports, pkg-config, the man page, completions),
-# the example program built against the installed library, and `make uninstall`.
+# the example program built against the installed library, that the static library leaves
+# libgpurun's internal names to the program, and `make uninstall`.
 . "$(dirname "$0")/lib.sh"
 
 PREFIX=$SCRATCH/prefix
@@ -24,9 +25,14 @@ fi
 ok "make install PREFIX=... LIBDIR=... succeeds"
 
 VERSION=$(sed -n 's/^#define GPURUN_VERSION "\(.*\)"/\1/p' "$ROOT/lib/gpurun.h")
+# The ABI version, as the Makefile should derive it: in 0.x every minor version may break the
+# ABI (0.2.x is 0.2), from 1.0 on the major version alone.
+IFS=. read -r major minor _ <<<"$VERSION"
+ABI=$([ "$major" = 0 ] && echo "0.$minor" || echo "$major")
+SONAME=libgpurun.so.$ABI
 missing=""
 for file in "$PREFIX/bin/gpurun" "$LIBDIR/libgpurun-preload.so" "$LIBDIR/libgpurun.so.$VERSION" \
-	"$LIBDIR/libgpurun.so.0" "$LIBDIR/libgpurun.so" "$LIBDIR/libgpurun.a" \
+	"$LIBDIR/$SONAME" "$LIBDIR/libgpurun.so" "$LIBDIR/libgpurun.a" \
 	"$PREFIX/include/gpurun.h" "$LIBDIR/pkgconfig/gpurun.pc" "$PREFIX/share/man/man1/gpurun.1" \
 	"$PREFIX/share/bash-completion/completions/gpurun" "$PREFIX/share/zsh/site-functions/_gpurun" \
 	"$PREFIX/lib/tmpfiles.d/gpurun.conf"; do
@@ -35,11 +41,14 @@ done
 check "every file is installed where PREFIX and LIBDIR say${missing:+ (missing:$missing)}" test -z "$missing"
 
 soname=$(readelf -d "$LIBDIR/libgpurun.so.$VERSION" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-check "libgpurun.so has the soname libgpurun.so.0 (got '$soname'), libgpurun.so -> .so.0 -> .so.$VERSION" \
-	test "$soname" = libgpurun.so.0 -a "$(readlink "$LIBDIR/libgpurun.so")" = libgpurun.so.0 \
-	-a "$(readlink "$LIBDIR/libgpurun.so.0")" = "libgpurun.so.$VERSION"
-foreign=$(nm -D --defined-only "$LIBDIR/libgpurun.so" | awk '$2 ~ /[TDBR]/ && $3 !~ /^gpurun_/ { print $3 }' | tr '\n' ' ')
-check "libgpurun.so exports only gpurun_* (others: '$foreign')" test -z "$foreign"
+check "libgpurun.so $VERSION has the soname $SONAME (got '$soname')" test "$soname" = "$SONAME"
+chain="$(readlink "$LIBDIR/libgpurun.so") -> $(readlink "$LIBDIR/$SONAME")"
+check "libgpurun.so -> $SONAME -> libgpurun.so.$VERSION, a file (got '$chain')" \
+	test "$chain" = "$SONAME -> libgpurun.so.$VERSION" -a -f "$(readlink -e "$LIBDIR/libgpurun.so")"
+foreign=$(nm -D --defined-only "$LIBDIR/libgpurun.so" |
+	awk '!($2 ~ /[TDBR]/ && $3 ~ /^gpurun_.*@@GPURUN_'"$ABI"'$/ || $2 == "A" && $3 == "GPURUN_'"$ABI"'") { print $3 }' |
+	tr '\n' ' ')
+check "libgpurun.so exports only gpurun_*, each of version GPURUN_$ABI (others: '$foreign')" test -z "$foreign"
 exported=$(nm -D --defined-only "$LIBDIR/libgpurun-preload.so" | awk '{ print $NF }' | sort | tr '\n' ' ')
 check "the installed preload library exports only its hooks ($exported)" test "$exported" = "$PRELOAD_HOOKS"
 
@@ -61,6 +70,12 @@ if command -v pkg-config >/dev/null; then
 		expect "examples/pick.c, built with \$(pkg-config --cflags --libs gpurun), chooses" 0 \
 			"CUDA_VISIBLE_DEVICES=2 (1 GPU, leased until this program lets go)
 GPU 2 GPU-c37e0b91-5a28-4f6d-8e14-b92a6c0d7f35: NVIDIA A100-SXM4-80GB, load 3%, 2000 of 81920 MiB used"
+		# What a program built against this version asks the loader for: this soname, and
+		# the symbols of this ABI version (a 0.1 program asked for libgpurun.so.0 and got 0.2).
+		needed=$(readelf -d "$SCRATCH/pick" | sed -n 's/.*(NEEDED).*\[\(libgpurun.*\)\]/\1/p')
+		required=$(readelf -V "$SCRATCH/pick" | grep -o 'Name: GPURUN_[^ ]*' | sort -u | cut -c7- | paste -sd,)
+		check "... and needs $SONAME, symbols of version GPURUN_$ABI (got '$needed', '$required')" \
+			test "$needed $required" = "$SONAME GPURUN_$ABI"
 	else
 		not_ok "examples/pick.c builds with pkg-config's flags ($flags)" "$(cat "$SCRATCH/cc.err")"
 	fi
@@ -75,6 +90,61 @@ GPU 2 GPU-c37e0b91-5a28-4f6d-8e14-b92a6c0d7f35: NVIDIA A100-SXM4-80GB, load 3%, 
 	fi
 else
 	skip "pkg-config --cflags --libs gpurun" "pkg-config is not installed"
+fi
+
+# The installed libraries define no global name but gpurun_* (and the .so its version node): a
+# program may have functions of its own named as libgpurun's internal ones (queue_open,
+# sysfs_path, ...). One that does links against libgpurun.a, and each calls its own.
+foreign=$(nm -g --defined-only "$LIBDIR/libgpurun.a" | awk 'NF == 3 && $3 !~ /^gpurun_/ { print $3 }' |
+	tr '\n' ' ')
+check "libgpurun.a defines no global but gpurun_* (others: '$foreign')" test -z "$foreign"
+foreign=$(nm -g --defined-only "$LIBDIR/libgpurun.so.$VERSION" |
+	awk '$3 !~ /^gpurun_/ && $3 != "GPURUN_'"$ABI"'" { print $3 }' | tr '\n' ' ')
+check "libgpurun.so defines no global but gpurun_* (others: '$foreign')" test -z "$foreign"
+cat >"$SCRATCH/own_names.c" <<'EOF_C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <gpurun.h>
+
+static int mine;    /* set while main calls them: libgpurun must never call these */
+int queue_open(void) { if (!mine) abort(); return 1; }
+int sysfs_path(void) { if (!mine) abort(); return 2; }
+int lease_file_name(void) { if (!mine) abort(); return 3; }
+int close_all_but(void) { if (!mine) abort(); return 4; }
+int in_flight_add(void) { if (!mine) abort(); return 5; }
+
+int main(void)
+{
+	struct gpurun_request request;
+	struct gpurun_choice choice;
+	struct gpurun_error err;
+	char visible[64] = "";
+
+	mine = 1;
+	printf("%d%d%d%d%d ", queue_open(), sysfs_path(), lease_file_name(), close_all_but(),
+	       in_flight_add());
+	mine = 0;
+	gpurun_request_init(&request);
+	if (gpurun_request_parse_string(&request, "--limit 1 --order memory", &err) != 0 ||
+	    gpurun_acquire(&request, NULL, NULL, &choice, &err) != 0) {
+		fprintf(stderr, "%s\n", err.message);
+		return 1;
+	}
+	gpurun_choice_format(&choice, &request, visible, sizeof(visible));
+	printf("%s\n", visible);
+	gpurun_choice_free(&choice);
+	gpurun_request_free(&request);
+	return 0;
+}
+EOF_C
+if cc $SANITIZER_FLAGS -o "$SCRATCH/own_names" "$SCRATCH/own_names.c" -I"$PREFIX/include" \
+	"$LIBDIR/libgpurun.a" -ldl -lm 2>"$SCRATCH/cc.err"; then
+	run "$SCRATCH/own_names"
+	expect "a program with its own queue_open, sysfs_path, ... links libgpurun.a; each calls its own" \
+		0 "12345 2"
+else
+	not_ok "a program with its own queue_open, sysfs_path, ... links libgpurun.a" \
+		"$(head -n 5 "$SCRATCH/cc.err")"
 fi
 run "$BUILD/examples/pick" "--limit 2 --order free"
 [ "$STATUS" = 0 ] && [[ "$OUT_TEXT" == "CUDA_VISIBLE_DEVICES=2,3 (2 GPUs"* ]] &&

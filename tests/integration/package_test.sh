@@ -30,11 +30,14 @@ deb=$(ls "$ROOT"/build-deb/gpurun_"$VERSION"_*.deb 2>/dev/null | head -n 1)
 check "make deb builds build-deb/$(basename "${deb:-none}")" test -n "$deb"
 [ -n "$deb" ] || exit 1
 
+# The soname follows the ABI version: major.minor in 0.x (install_test.sh checks it in full).
+IFS=. read -r major minor _ <<<"$VERSION"
+SONAME=libgpurun.so.$([ "$major" = 0 ] && echo "0.$minor" || echo "$major")
 contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
 missing=""
-for path in ./usr/bin/gpurun ./usr/lib/libgpurun-preload.so ./usr/lib/libgpurun.so.0 \
-	./usr/lib/libgpurun.a ./usr/include/gpurun.h ./usr/lib/pkgconfig/gpurun.pc \
-	./usr/share/man/man1/gpurun.1.gz ./usr/share/bash-completion/completions/gpurun \
+for path in ./usr/bin/gpurun ./usr/lib/libgpurun-preload.so ./usr/lib/libgpurun.so.$VERSION \
+	./usr/lib/$SONAME ./usr/lib/libgpurun.so ./usr/lib/libgpurun.a ./usr/include/gpurun.h \
+	./usr/lib/pkgconfig/gpurun.pc ./usr/share/man/man1/gpurun.1.gz ./usr/share/bash-completion/completions/gpurun \
 	./usr/share/zsh/site-functions/_gpurun ./usr/lib/tmpfiles.d/gpurun.conf; do
 	grep -qx -- "$path" <<<"$contents" || missing+=" $path"
 done
