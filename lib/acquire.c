@@ -568,7 +568,8 @@ int gpurun_acquire(const struct gpurun_request *request, gpurun_progress_fn *pro
 		double now = monotonic_seconds();
 		if (now >= next_attempt || now >= deadline) {
 			progress.attempt++;
-			next_attempt = now + fmax(request->interval_s, ATTEMPT_GAP_MIN_S);
+			next_attempt = now + (request->interval_s > ATTEMPT_GAP_MIN_S
+						      ? request->interval_s : ATTEMPT_GAP_MIN_S);
 		}
 		status = look(&waiter, choice, &progress, err);
 		progress.elapsed_s = monotonic_seconds() - start;

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define GPURUN_VERSION "0.2.0"
+#define GPURUN_VERSION "0.3.0"
 
 /* Exit statuses of the gpurun command; library calls report the same numbers in
  * struct gpurun_error so that a front end can exit with them unchanged. */
