@@ -115,15 +115,28 @@ static int reject(struct parser *p, int status, const char *fmt, ...)
 struct option_spec;
 typedef int apply_fn(struct parser *p, const struct option_spec *option, const char *value);
 
+/* What follows an option's name: nothing, a value (in its word after '=', or the next word),
+ * or --watch's optional duration (after '=', or the next word when it is a duration). */
+enum option_value { NO_VALUE, VALUE, OPTIONAL_DURATION };
+
 struct option_spec {
 	const char *name;
 	char short_name;                /* 0: none */
-	bool takes_value;
+	enum option_value value;
 	apply_fn *apply;
-	size_t field;                   /* offsetof the request field, for shared handlers */
+	size_t field;                   /* where the shared handlers store it: a *_FIELD below */
 	enum gpurun_action action;      /* for apply_action */
 };
 
+/* The request field a shared handler stores into. Its type is checked where the table names
+ * it (a field of another type matches no association and does not compile), so that FIELD's
+ * cast back is always right. (A type in an association cannot be parenthesized.) */
+#define TYPED_FIELD(member, type)                                                            \
+	(offsetof(struct gpurun_request, member) +                                           \
+	 _Generic(((struct gpurun_request *)0)->member, type: 0)) /* NOLINT(bugprone-macro-parentheses) */
+#define BOOL_FIELD(member) TYPED_FIELD(member, bool)
+#define DOUBLE_FIELD(member) TYPED_FIELD(member, double)
+#define STRING_FIELD(member) TYPED_FIELD(member, char *)
 #define FIELD(type, option) (*(type *)((char *)p->request + (option)->field))
 
 static int apply_limit(struct parser *p, const struct option_spec *option, const char *value)
@@ -384,48 +397,47 @@ static int apply_action(struct parser *p, const struct option_spec *option, cons
 	return 0;
 }
 
-#define REQUEST_FIELD(member) offsetof(struct gpurun_request, member)
-
 static const struct option_spec options[] = {
 	/* selection */
-	{ "--limit", 0, true, apply_limit, 0, 0 },
-	{ "--min-count", 0, true, apply_min_count, 0, 0 },
-	{ "--max-load", 0, true, apply_fraction, REQUEST_FIELD(max_load), 0 },
-	{ "--max-memory", 0, true, apply_fraction, REQUEST_FIELD(max_memory), 0 },
-	{ "--min-free", 0, true, apply_size, REQUEST_FIELD(min_free_mib), 0 },
-	{ "--include-nan", 0, false, apply_flag, REQUEST_FIELD(include_nan), 0 },
-	{ "--exclude", 0, true, apply_exclude, 0, 0 },
-	{ "--order", 0, true, apply_order, 0, 0 },
-	{ "--seed", 0, true, apply_seed, 0, 0 },
+	{ "--limit", .value = VALUE, .apply = apply_limit },
+	{ "--min-count", .value = VALUE, .apply = apply_min_count },
+	{ "--max-load", .value = VALUE, .apply = apply_fraction, .field = DOUBLE_FIELD(max_load) },
+	{ "--max-memory", .value = VALUE, .apply = apply_fraction, .field = DOUBLE_FIELD(max_memory) },
+	{ "--min-free", .value = VALUE, .apply = apply_size, .field = DOUBLE_FIELD(min_free_mib) },
+	{ "--include-nan", .apply = apply_flag, .field = BOOL_FIELD(include_nan) },
+	{ "--exclude", .value = VALUE, .apply = apply_exclude },
+	{ "--order", .value = VALUE, .apply = apply_order },
+	{ "--seed", .value = VALUE, .apply = apply_seed },
 	/* waiting */
-	{ "--attempts", 0, true, apply_attempts, 0, 0 },
-	{ "--interval", 0, true, apply_interval, REQUEST_FIELD(interval_s), 0 },
-	{ "--wait", 0, false, apply_wait, 0, 0 },
-	{ "--timeout", 0, true, apply_timeout, REQUEST_FIELD(timeout_s), 0 },
+	{ "--attempts", .value = VALUE, .apply = apply_attempts },
+	{ "--interval", .value = VALUE, .apply = apply_interval, .field = DOUBLE_FIELD(interval_s) },
+	{ "--wait", .apply = apply_wait },
+	{ "--timeout", .value = VALUE, .apply = apply_timeout, .field = DOUBLE_FIELD(timeout_s) },
 	/* data source */
-	{ "--source", 0, true, apply_source, 0, 0 },
-	{ "--smi-timeout", 0, true, apply_timeout, REQUEST_FIELD(smi_timeout_s), 0 },
-	{ "--vendor", 0, true, apply_vendor, 0, 0 },
+	{ "--source", .value = VALUE, .apply = apply_source },
+	{ "--smi-timeout", .value = VALUE, .apply = apply_timeout,
+	  .field = DOUBLE_FIELD(smi_timeout_s) },
+	{ "--vendor", .value = VALUE, .apply = apply_vendor },
 	/* hand-off */
-	{ "--uuid", 0, false, apply_flag, REQUEST_FIELD(uuid), 0 },
-	{ "--cpu-fallback", 0, false, apply_flag, REQUEST_FIELD(cpu_fallback), 0 },
-	{ "--no-lease", 0, false, apply_flag, REQUEST_FIELD(no_lease), 0 },
-	{ "--lazy", 0, false, apply_flag, REQUEST_FIELD(lazy), 0 },
-	{ "--preload-lib", 0, true, apply_path, REQUEST_FIELD(preload_lib), 0 },
-	{ "--lock-dir", 0, true, apply_path, REQUEST_FIELD(lock_dir), 0 },
+	{ "--uuid", .apply = apply_flag, .field = BOOL_FIELD(uuid) },
+	{ "--cpu-fallback", .apply = apply_flag, .field = BOOL_FIELD(cpu_fallback) },
+	{ "--no-lease", .apply = apply_flag, .field = BOOL_FIELD(no_lease) },
+	{ "--lazy", .apply = apply_flag, .field = BOOL_FIELD(lazy) },
+	{ "--preload-lib", .value = VALUE, .apply = apply_path, .field = STRING_FIELD(preload_lib) },
+	{ "--lock-dir", .value = VALUE, .apply = apply_path, .field = STRING_FIELD(lock_dir) },
 	/* actions */
-	{ "--print", 0, false, apply_action, 0, GPURUN_PRINT },
-	{ "--show", 0, false, apply_action, 0, GPURUN_SHOW },
-	{ "--help", 'h', false, apply_action, 0, GPURUN_HELP },
-	{ "--version", 'V', false, apply_action, 0, GPURUN_VERSION_INFO },
+	{ "--print", .apply = apply_action, .action = GPURUN_PRINT },
+	{ "--show", .apply = apply_action, .action = GPURUN_SHOW },
+	{ "--help", 'h', .apply = apply_action, .action = GPURUN_HELP },
+	{ "--version", 'V', .apply = apply_action, .action = GPURUN_VERSION_INFO },
 	/* reports */
-	{ "--all", 0, false, apply_flag, REQUEST_FIELD(all), 0 },
-	{ "--json", 0, false, apply_flag, REQUEST_FIELD(json), 0 },
-	{ "--processes", 0, false, apply_flag, REQUEST_FIELD(processes), 0 },
-	{ "--wide", 0, false, apply_flag, REQUEST_FIELD(wide), 0 },
-	{ "--watch", 0, false, apply_watch, 0, 0 },
-	{ "--verbose", 'v', false, apply_flag, REQUEST_FIELD(verbose), 0 },
-	{ "--explain", 0, false, apply_explain, 0, 0 },
+	{ "--all", .apply = apply_flag, .field = BOOL_FIELD(all) },
+	{ "--json", .apply = apply_flag, .field = BOOL_FIELD(json) },
+	{ "--processes", .apply = apply_flag, .field = BOOL_FIELD(processes) },
+	{ "--wide", .apply = apply_flag, .field = BOOL_FIELD(wide) },
+	{ "--watch", .value = OPTIONAL_DURATION, .apply = apply_watch },
+	{ "--verbose", 'v', .apply = apply_flag, .field = BOOL_FIELD(verbose) },
+	{ "--explain", .apply = apply_explain },
 };
 
 /* Finds the option a word names: "--name", "--name=value" (*inline_value set) or "-x". */
@@ -471,13 +483,13 @@ static int parse_words(struct parser *p, int count, char **words)
 		if (!option) {
 			reject(p, GPURUN_EXIT_USAGE, "unknown option '%.*s'",
 			       (int)strcspn(word, "="), word);
-		} else if (option->apply == apply_watch) {
+		} else if (option->value == OPTIONAL_DURATION) {
 			double seconds;
 
 			if (!value && i < count && gpurun_parse_duration(words[i], &seconds) == 0)
 				value = words[i++];
 			option->apply(p, option, value);
-		} else if (!option->takes_value) {
+		} else if (option->value == NO_VALUE) {
 			if (value)
 				reject(p, GPURUN_EXIT_USAGE, "option '%s' takes no value", option->name);
 			else
