@@ -206,6 +206,7 @@ static void wait_for_news(struct waiter *waiter, const struct gpurun_snapshot *l
 			poll_for_news(waiter, last_look, until);
 			return;
 		}
+		/* An hour at a time: poll's int milliseconds cannot hold every --timeout. */
 		int timeout_ms = left > 3600 ? 3600 * 1000 : (int)ceil(left * 1000);
 		if (waiter->notify_fd < 0) {
 			poll(NULL, 0, timeout_ms);      /* --no-lease: no news but the interval */

@@ -70,6 +70,9 @@ _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
 #define NVML_VALUE_NOT_AVAILABLE ((unsigned long long)-1)
 #define BYTES_PER_MIB 1048576ull
 #define MAX_PROCESSES 65536u    /* more than any GPU runs; a count above it is garbage */
+/* A bound on what nvmlDeviceGetMaxMigDeviceCount may claim (an H100 has 7 slots): a broken
+ * driver's huge count must not become a long loop of failing calls. */
+#define MIG_SLOTS_MAX 1024u
 
 typedef nvmlReturn_t text_getter(nvmlDevice_t, char *, unsigned);
 typedef nvmlReturn_t unsigned_getter(nvmlDevice_t, unsigned *);
@@ -471,7 +474,7 @@ static int add_mig_instances(struct nvml *nvml, struct gpurun_snapshot *snapshot
 		    nvml->get_handle((unsigned)gpu->index, &handle) != NVML_SUCCESS ||
 		    nvml->get_max_mig_count(handle, &slots) != NVML_SUCCESS)
 			continue;
-		for (unsigned slot = 0; slot < slots && slot < 1024 && status == 0; slot++) {
+		for (unsigned slot = 0; slot < slots && slot < MIG_SLOTS_MAX && status == 0; slot++) {
 			if (nvml->get_mig_handle(handle, slot, &instance) != NVML_SUCCESS)
 				continue;
 			status = append_device(&devices, &count, &capacity, err);
