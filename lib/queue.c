@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "in_flight_internal.h"
-#include "lease_internal.h"
+#include "lock_dir_internal.h"
 #include "queue_internal.h"
 
 static int compare_names(const void *a, const void *b)
@@ -32,13 +32,13 @@ int queue_open(struct queue *queue, int lock_dir_fd, const char *lock_dir,
 	    (int)sizeof(queue->path))
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "lock directory %s: %s", lock_dir,
 				   strerror(ENAMETOOLONG));
-	queue->dir_fd = lease_shared_dir_open(lock_dir_fd, "queue");
+	queue->dir_fd = shared_dir_open(lock_dir_fd, "queue");
 	if (queue->dir_fd < 0)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR,
 				   "cannot open queue directory %s: %s (fix: remove it)", queue->path,
 				   errno == ELOOP ? "it is a symlink" : strerror(errno));
 	in_flight_add(queue->dir_fd);
-	int status = lease_check_shared_dir("queue directory", queue->path, queue->dir_fd, err);
+	int status = shared_dir_check("queue directory", queue->path, queue->dir_fd, err);
 	if (status != 0) {
 		in_flight_close(queue->dir_fd);
 		queue->dir_fd = -1;
@@ -146,7 +146,7 @@ int queue_join(struct queue *queue, struct gpurun_error *err)
 	 * ever sees it unlocked and removes it as a dead waiter's. Neither name may depend on the
 	 * pid alone: waiters in other PID namespaces may share the directory. */
 	for (int tries = 0; fd < 0 && tries < 8; tries++) {
-		lease_draft_name(draft, sizeof(draft), "draft-");
+		draft_name(draft, sizeof(draft), "draft-");
 		fd = in_flight_openat(queue->dir_fd, draft, flags, 0644);
 		if (fd < 0 && errno != EEXIST)
 			break;
