@@ -1,10 +1,9 @@
 /* lease: per-GPU reservations as flock()ed files in a shared lock directory. The kernel drops
  * a lock when the last descriptor on it closes, so a lease lives exactly as long as the job
- * that inherited it, and needs no daemon and no cleanup. */
+ * that inherited it, and needs no daemon and no cleanup. (The directory is lock_dir.c's, the
+ * record of who holds a lease holder.c's.) */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +17,6 @@
 #include "in_flight_internal.h"
 #include "lease_internal.h"
 
-#define HOLDER_RECORD_SIZE 1024
 /* How long a claimant waits out observers' instant shared locks: 100 pauses of 100 µs. */
 #define OBSERVER_RETRIES 100
 #define OBSERVER_PAUSE_NS 100000
@@ -94,7 +92,7 @@ static int probe_shared(int fd)
 
 /* A shared lock succeeds exactly when nobody holds the lease. It is held for an instant, and
  * a claimant that meets it waits that instant out (lock_exclusive). */
-static bool lock_is_held(int fd)
+bool lease_is_held(int fd)
 {
 	return probe_shared(fd) == 1;
 }
@@ -227,119 +225,9 @@ int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_d
 			close(fd);
 		return status;
 	}
-	bool held = lock_is_held(fd);
+	bool held = lease_is_held(fd);
 	close(fd);
 	return held ? 1 : 0;
-}
-
-/* Appends `word` to the record, replacing characters that would break its line format. */
-static size_t append_word(char *record, size_t used, size_t size, const char *word)
-{
-	for (; *word && used + 1 < size; word++)
-		record[used++] = (*word == '\n' || *word == '\r') ? ' ' : *word;
-	return used;
-}
-
-static size_t append_own_command_line(char *record, size_t used, size_t size)
-{
-	char text[512];
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return used;
-	ssize_t length = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	for (ssize_t i = 0; i < length; i++)
-		if (text[i] == '\0')
-			text[i] = ' ';
-	while (length > 0 && text[length - 1] == ' ')
-		length--;
-	text[length > 0 ? length : 0] = '\0';
-	return append_word(record, used, size, text);
-}
-
-void gpurun_lease_write_holder(int fd, char *const *command, int command_count)
-{
-	char record[HOLDER_RECORD_SIZE];
-	char host[GPURUN_HOST_SIZE] = "";
-
-	/* The user's name is left to the reader (gpurun_lease_inspect): looking it up here
-	 * would cost every job a trip through NSS. */
-	gethostname(host, sizeof(host) - 1);
-	int used = snprintf(record, sizeof(record), "pid=%ld\nuid=%u\nstart=%lld\nhost=%s\ncommand=",
-			    (long)getpid(), (unsigned)getuid(), (long long)time(NULL), host);
-	if (used < 0 || (size_t)used >= sizeof(record))
-		return;
-	size_t length = (size_t)used;
-	if (command) {
-		for (int i = 0; i < command_count; i++) {
-			if (i > 0)
-				length = append_word(record, length, sizeof(record) - 1, " ");
-			length = append_word(record, length, sizeof(record) - 1, command[i]);
-		}
-	} else {
-		length = append_own_command_line(record, length, sizeof(record) - 1);
-	}
-	record[length++] = '\n';
-	/* Overwrite, then cut what is left of a longer record: truncating to zero first costs a
-	 * quarter of a millisecond on ext4, which flushes a file rewritten that way at close.
-	 * A failed write (a full disk) leaves the previous holder's record: --show then names a
-	 * holder that is gone, a known limit of a best-effort record. */
-	struct stat st;
-	if (pwrite(fd, record, length, 0) != (ssize_t)length || fstat(fd, &st) != 0)
-		return;
-	/* Should the cut fail, the old record's tail stays after ours, read as noise. */
-	if (st.st_size > (off_t)length)
-		(void)!ftruncate(fd, (off_t)length);
-}
-
-int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *holder)
-{
-	bool have_pid = false;
-
-	memset(holder, 0, sizeof(*holder));
-	while (length > 0) {
-		const char *end = memchr(text, '\n', length);
-		size_t line = end ? (size_t)(end - text) : length;
-		const char *equals = memchr(text, '=', line);
-
-		if (equals) {
-			size_t key = (size_t)(equals - text);
-			const char *value = equals + 1;
-			size_t value_length = line - key - 1;
-			char number[32];
-			char *stop;
-
-			snprintf(number, sizeof(number), "%.*s", (int)(value_length < 31 ? value_length : 31),
-				 value);
-			if (key == 3 && !memcmp(text, "pid", 3)) {
-				long pid = strtol(number, &stop, 10);
-				if (*number && !*stop && pid > 0 && pid <= INT_MAX) {
-					holder->pid = (pid_t)pid;
-					have_pid = true;
-				}
-			} else if (key == 3 && !memcmp(text, "uid", 3)) {
-				unsigned long uid = strtoul(number, &stop, 10);
-				if (*number && !*stop && uid <= UINT_MAX)
-					holder->uid = (uid_t)uid;
-			} else if (key == 5 && !memcmp(text, "start", 5)) {
-				long long start = strtoll(number, &stop, 10);
-				if (*number && !*stop)
-					holder->start_time = start;
-			} else if (key == 4 && !memcmp(text, "user", 4)) {
-				snprintf(holder->user, sizeof(holder->user), "%.*s", (int)value_length, value);
-			} else if (key == 4 && !memcmp(text, "host", 4)) {
-				snprintf(holder->host, sizeof(holder->host), "%.*s", (int)value_length, value);
-			} else if (key == 7 && !memcmp(text, "command", 7)) {
-				snprintf(holder->command, sizeof(holder->command), "%.*s", (int)value_length,
-					 value);
-			}
-		}
-		if (!end)
-			break;
-		length -= line + 1;
-		text = end + 1;
-	}
-	return have_pid ? 0 : -1;
 }
 
 void gpurun_lease_keep_across_exec(const struct gpurun_lease *lease)
@@ -365,49 +253,4 @@ void gpurun_lease_release(struct gpurun_lease *lease)
 	free(lease->fds);
 	lease->fds = NULL;
 	lease->count = 0;
-}
-
-/* getpwuid_r: the library runs inside multi-threaded programs, whose other threads may look up
- * users too. */
-static void name_user(struct gpurun_holder *holder)
-{
-	struct passwd entry, *found = NULL;
-	char buffer[4096];
-
-	if (getpwuid_r(holder->uid, &entry, buffer, sizeof(buffer), &found) == 0 && found)
-		snprintf(holder->user, sizeof(holder->user), "%s", found->pw_name);
-	else
-		snprintf(holder->user, sizeof(holder->user), "%u", (unsigned)holder->uid);
-}
-
-void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot)
-{
-	int dir_fd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (dir_fd < 0)
-		return;
-	for (size_t i = 0; i < snapshot->count; i++) {
-		struct gpurun_device *device = &snapshot->devices[i];
-		char name[GPURUN_UUID_SIZE + 16];
-		char record[HOLDER_RECORD_SIZE];
-		struct stat st;
-
-		if (device->leased)
-			continue;       /* the caller's own: see gpurun.h */
-
-		lease_file_name(device, name, sizeof(name));
-		int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lock_is_held(fd)) {
-			ssize_t length = pread(fd, record, sizeof(record), 0);
-			device->leased = true;
-			if (length <= 0 || gpurun_holder_parse(record, (size_t)length, &device->holder) != 0)
-				memset(&device->holder, 0, sizeof(device->holder));
-			else if (!device->holder.user[0])
-				name_user(&device->holder);
-		}
-		close(fd);
-	}
-	close(dir_fd);
 }
