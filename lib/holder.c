@@ -77,54 +77,114 @@ void gpurun_lease_write_holder(int fd, char *const *command, int command_count)
 		(void)!ftruncate(fd, (off_t)length);
 }
 
+/* A number is read from the first HOLDER_NUMBER_SIZE - 1 characters of its value, more than any
+ * pid, uid or time has. */
+#define HOLDER_NUMBER_SIZE 32
+
+/* Copies the start of a number's value into `number` for strtol; false when it is empty. */
+static bool number_text(char number[HOLDER_NUMBER_SIZE], const char *value, size_t length)
+{
+	size_t kept = length < HOLDER_NUMBER_SIZE - 1 ? length : HOLDER_NUMBER_SIZE - 1;
+
+	snprintf(number, HOLDER_NUMBER_SIZE, "%.*s", (int)kept, value);
+	return *number != '\0';
+}
+
+/* Only a valid pid is stored: a record is a holder's exactly when holder->pid ends up set. */
+static void parse_pid(struct gpurun_holder *holder, const char *value, size_t length)
+{
+	char number[HOLDER_NUMBER_SIZE], *stop;
+
+	if (!number_text(number, value, length))
+		return;
+	long pid = strtol(number, &stop, 10);
+	if (!*stop && pid > 0 && pid <= INT_MAX)
+		holder->pid = (pid_t)pid;
+}
+
+static void parse_uid(struct gpurun_holder *holder, const char *value, size_t length)
+{
+	char number[HOLDER_NUMBER_SIZE], *stop;
+
+	if (!number_text(number, value, length))
+		return;
+	unsigned long uid = strtoul(number, &stop, 10);
+	if (!*stop && uid <= UINT_MAX)
+		holder->uid = (uid_t)uid;
+}
+
+static void parse_start(struct gpurun_holder *holder, const char *value, size_t length)
+{
+	char number[HOLDER_NUMBER_SIZE], *stop;
+
+	if (!number_text(number, value, length))
+		return;
+	long long start = strtoll(number, &stop, 10);
+	if (!*stop)
+		holder->start_time = start;
+}
+
+static void parse_user(struct gpurun_holder *holder, const char *value, size_t length)
+{
+	snprintf(holder->user, sizeof(holder->user), "%.*s", (int)length, value);
+}
+
+static void parse_host(struct gpurun_holder *holder, const char *value, size_t length)
+{
+	snprintf(holder->host, sizeof(holder->host), "%.*s", (int)length, value);
+}
+
+static void parse_command(struct gpurun_holder *holder, const char *value, size_t length)
+{
+	snprintf(holder->command, sizeof(holder->command), "%.*s", (int)length, value);
+}
+
+/* The record's keys (gpurun_lease_write_holder writes all but user, which older gpurun wrote);
+ * a line with any other key, or none, is skipped. */
+static const struct holder_field {
+	const char *key;
+	void (*parse)(struct gpurun_holder *holder, const char *value, size_t length);
+} holder_fields[] = {
+	{ "pid", parse_pid },
+	{ "uid", parse_uid },
+	{ "start", parse_start },
+	{ "user", parse_user },
+	{ "host", parse_host },
+	{ "command", parse_command },
+};
+
+/* One "key=value" line, without its newline. */
+static void parse_line(struct gpurun_holder *holder, const char *line, size_t length)
+{
+	const char *equals = memchr(line, '=', length);
+
+	if (!equals)
+		return;
+	size_t key_length = (size_t)(equals - line);
+	for (size_t i = 0; i < sizeof(holder_fields) / sizeof(holder_fields[0]); i++) {
+		const struct holder_field *field = &holder_fields[i];
+
+		if (strlen(field->key) == key_length && !memcmp(line, field->key, key_length)) {
+			field->parse(holder, equals + 1, length - key_length - 1);
+			return;
+		}
+	}
+}
+
 int gpurun_holder_parse(const char *text, size_t length, struct gpurun_holder *holder)
 {
-	bool have_pid = false;
-
 	memset(holder, 0, sizeof(*holder));
 	while (length > 0) {
 		const char *end = memchr(text, '\n', length);
 		size_t line = end ? (size_t)(end - text) : length;
-		const char *equals = memchr(text, '=', line);
 
-		if (equals) {
-			size_t key = (size_t)(equals - text);
-			const char *value = equals + 1;
-			size_t value_length = line - key - 1;
-			char number[32];
-			char *stop;
-
-			snprintf(number, sizeof(number), "%.*s", (int)(value_length < 31 ? value_length : 31),
-				 value);
-			if (key == 3 && !memcmp(text, "pid", 3)) {
-				long pid = strtol(number, &stop, 10);
-				if (*number && !*stop && pid > 0 && pid <= INT_MAX) {
-					holder->pid = (pid_t)pid;
-					have_pid = true;
-				}
-			} else if (key == 3 && !memcmp(text, "uid", 3)) {
-				unsigned long uid = strtoul(number, &stop, 10);
-				if (*number && !*stop && uid <= UINT_MAX)
-					holder->uid = (uid_t)uid;
-			} else if (key == 5 && !memcmp(text, "start", 5)) {
-				long long start = strtoll(number, &stop, 10);
-				if (*number && !*stop)
-					holder->start_time = start;
-			} else if (key == 4 && !memcmp(text, "user", 4)) {
-				snprintf(holder->user, sizeof(holder->user), "%.*s", (int)value_length, value);
-			} else if (key == 4 && !memcmp(text, "host", 4)) {
-				snprintf(holder->host, sizeof(holder->host), "%.*s", (int)value_length, value);
-			} else if (key == 7 && !memcmp(text, "command", 7)) {
-				snprintf(holder->command, sizeof(holder->command), "%.*s", (int)value_length,
-					 value);
-			}
-		}
+		parse_line(holder, text, line);
 		if (!end)
 			break;
 		length -= line + 1;
 		text = end + 1;
 	}
-	return have_pid ? 0 : -1;
+	return holder->pid > 0 ? 0 : -1;
 }
 
 /* getpwuid_r: the library runs inside multi-threaded programs, whose other threads may look up
