@@ -208,7 +208,7 @@ void gpurun_lease_inspect(const char *lock_dir, struct gpurun_snapshot *snapshot
 		return;
 	for (size_t i = 0; i < snapshot->count; i++) {
 		struct gpurun_device *device = &snapshot->devices[i];
-		char name[GPURUN_UUID_SIZE + 16];
+		char name[LEASE_FILE_NAME_SIZE];
 		char record[HOLDER_RECORD_SIZE];
 		struct stat st;
 

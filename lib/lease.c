@@ -17,6 +17,10 @@
 #include "in_flight_internal.h"
 #include "lease_internal.h"
 
+/* A lock file that vanishes under a claimant (removed between our look and our create, or
+ * between our open and our lock) is tried again; each try needs another removal in the same
+ * microseconds, so one that keeps vanishing is removed on purpose, and we say so, not spin. */
+#define LOCK_FILE_TRIES 8
 /* How long a claimant waits out observers' instant shared locks: 100 pauses of 100 µs. */
 #define OBSERVER_RETRIES 100
 #define OBSERVER_PAUSE_NS 100000
@@ -57,7 +61,7 @@ static int open_lock_file(int dir_fd, const char *name)
 	const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 	struct stat st;
 
-	for (int tries = 0; tries < 8; tries++) {
+	for (int tries = 0; tries < LOCK_FILE_TRIES; tries++) {
 		int fd = in_flight_openat(dir_fd, name, flags, 0);
 		if (fd >= 0) {
 			/* Our own file that the umask or a hand narrowed: others must write it too. */
@@ -196,11 +200,11 @@ static int claim_lock_file(int dir_fd, const char *lock_dir, const char *name, i
 int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
 		     int *fd_out, struct gpurun_error *err)
 {
-	char name[GPURUN_UUID_SIZE + 16];
+	char name[LEASE_FILE_NAME_SIZE];
 	int status = LOCK_FILE_GONE;
 
 	lease_file_name(device, name, sizeof(name));
-	for (int tries = 0; status == LOCK_FILE_GONE && tries < 8; tries++)
+	for (int tries = 0; status == LOCK_FILE_GONE && tries < LOCK_FILE_TRIES; tries++)
 		status = claim_lock_file(dir_fd, lock_dir, name, fd_out, err);
 	if (status == LOCK_FILE_GONE)
 		return gpurun_fail(err, GPURUN_EXIT_LOCK_DIR, "lock file %s/%s keeps being removed "
@@ -211,7 +215,7 @@ int gpurun_lease_try(int dir_fd, const char *lock_dir, const struct gpurun_devic
 int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_device *device,
 			 struct gpurun_error *err)
 {
-	char name[GPURUN_UUID_SIZE + 16];
+	char name[LEASE_FILE_NAME_SIZE];
 
 	lease_file_name(device, name, sizeof(name));
 	/* Read-only and never created: looking must not look like a release to a waiter

@@ -61,7 +61,7 @@ void draft_name(char *name, size_t size, const char *prefix)
 		suffix = ((unsigned long long)getpid() << 32) ^ (unsigned long long)now.tv_nsec ^
 			 ((unsigned long long)now.tv_sec << 20);
 	}
-	snprintf(name, size, "%s%016llx", prefix, suffix);
+	snprintf(name, size, "%s%0*llx", prefix, DRAFT_SUFFIX_LENGTH, suffix);
 }
 
 int shared_dir_open(int parent_fd, const char *name)
@@ -72,7 +72,8 @@ int shared_dir_open(int parent_fd, const char *name)
 
 	if (fd >= 0 || errno != ENOENT)
 		return fd;
-	if (snprintf(prefix, sizeof(prefix), "%s.new-", name) >= (int)sizeof(prefix) - 16) {
+	if (snprintf(prefix, sizeof(prefix), "%s.new-", name) >=
+	    (int)sizeof(prefix) - DRAFT_SUFFIX_LENGTH) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -80,7 +81,7 @@ int shared_dir_open(int parent_fd, const char *name)
 	 * with the mode the umask gave it, and of two creators one wins and both use its. The
 	 * mode is set through a descriptor: a path could be swapped for a symlink meanwhile. */
 	int made = -1;
-	for (int tries = 0; made != 0 && tries < 8; tries++) {
+	for (int tries = 0; made != 0 && tries < DRAFT_NAME_TRIES; tries++) {
 		draft_name(draft, sizeof(draft), prefix);
 		made = mkdirat(parent_fd, draft, 0700);
 		if (made != 0 && errno != EEXIST)

@@ -15,7 +15,15 @@ int shared_dir_open(int parent_fd, const char *name);
 /* Refuses a shared directory (`what` names it: "lock directory") that is world-writable
  * without the sticky bit, or that this user cannot write, with the fix (GPURUN_EXIT_LOCK_DIR). */
 int shared_dir_check(const char *what, const char *path, int dir_fd, struct gpurun_error *err);
-/* prefix followed by 16 random hex digits: a draft's name, unique across PID namespaces. */
+/* A draft's name ends in a 64-bit random number, in hex. */
+#define DRAFT_SUFFIX_LENGTH 16
+/* Two random names meet by chance practically never, so a draft name taken again and again was
+ * planted there, or names come from the time and pid (no randomness yet at boot) and another
+ * process is drafting in the same instant: a few tries are plenty, and then give up (EEXIST). */
+#define DRAFT_NAME_TRIES 8
+
+/* prefix followed by DRAFT_SUFFIX_LENGTH random hex digits: a draft's name, unique across PID
+ * namespaces. */
 void draft_name(char *name, size_t size, const char *prefix);
 
 #endif

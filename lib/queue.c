@@ -87,6 +87,7 @@ size_t queue_waiting_ahead(struct queue *queue)
 	size_t count = 0, capacity = 0, live = 0;
 	char **older = NULL;
 	struct dirent *entry;
+	const size_t pool_length = sizeof(queue->pool) - 1;    /* a ticket's name starts with it */
 	/* A fresh open, not dup(): a duplicate would share the directory's read position. */
 	int fd = openat(queue->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
@@ -100,7 +101,7 @@ size_t queue_waiting_ahead(struct queue *queue)
 	while ((entry = readdir(dir)) != NULL) {
 		const char *name = entry->d_name;
 
-		if (strncmp(name, queue->pool, 16) != 0 || name[16] != '-')
+		if (strncmp(name, queue->pool, pool_length) != 0 || name[pool_length] != '-')
 			continue;
 		if (queue->ticket_fd >= 0 && strcmp(name, queue->ticket) >= 0)
 			continue;
@@ -145,7 +146,7 @@ int queue_join(struct queue *queue, struct gpurun_error *err)
 	/* The ticket is locked under a draft name and renamed into the line, so that no one
 	 * ever sees it unlocked and removes it as a dead waiter's. Neither name may depend on the
 	 * pid alone: waiters in other PID namespaces may share the directory. */
-	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+	for (int tries = 0; fd < 0 && tries < DRAFT_NAME_TRIES; tries++) {
 		draft_name(draft, sizeof(draft), "draft-");
 		fd = in_flight_openat(queue->dir_fd, draft, flags, 0644);
 		if (fd < 0 && errno != EEXIST)
@@ -158,9 +159,9 @@ int queue_join(struct queue *queue, struct gpurun_error *err)
 	/* Zero-padded nanoseconds sort in arrival order; the draft's random part makes the name
 	 * unique. Readable by all whatever the umask: others tell a live ticket by a look at its
 	 * lock, and take one they cannot open for a file planted in the line, not a waiter. */
-	snprintf(queue->ticket, sizeof(queue->ticket), "%s-%020llu-%.16s", queue->pool,
+	snprintf(queue->ticket, sizeof(queue->ticket), "%s-%020llu-%.*s", queue->pool,
 		 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
-		 draft + strlen("draft-"));
+		 DRAFT_SUFFIX_LENGTH, draft + strlen("draft-"));
 	if (fchmod(fd, 0644) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
 	    renameat(queue->dir_fd, draft, queue->dir_fd, queue->ticket) != 0) {
 		int cause = errno;
