@@ -370,7 +370,7 @@ static int size_up_pool(struct waiter *waiter, const struct gpurun_choice *choic
 	size_t room = snapshot->count > 0 ? snapshot->count : 1;
 	const bool *allowed = choice->mask.allowed;
 	char **keys = calloc(room, sizeof(*keys));
-	char (*names)[GPURUN_UUID_SIZE + 16] = malloc(room * sizeof(*names));
+	char (*names)[LEASE_FILE_NAME_SIZE] = malloc(room * sizeof(*names));
 	size_t key_count = 0, whole = 0;
 	int status = 0;
 

@@ -6,12 +6,6 @@
 #include <stddef.h>
 
 #include "gpurun.h"
-/* Only for tests/unit/lease_test.c, which still calls the shared directory by its old name
- * (lease_shared_dir_open): to go once it includes lock_dir_internal.h and calls it
- * shared_dir_open. */
-#include "lock_dir_internal.h"
-#define lease_shared_dir_open shared_dir_open
-
 /* Room for a lock file's name: a UUID (a device without one is named by a shorter PCI address
  * or index) and ".lock". */
 #define LEASE_FILE_NAME_SIZE (GPURUN_UUID_SIZE + sizeof(".lock"))

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lease_internal.h"
+#include "lock_dir_internal.h"
 #include "unit.h"
 
 static char lock_dir[64];
@@ -330,7 +331,7 @@ static void many_creators_at_once_all_get_the_shared_directory(void **state)
 			close(go[1]);
 			if (read(go[0], &byte, 1) != 0)
 				_exit(2);
-			int fd = lease_shared_dir_open(dir_fd, "queue");
+			int fd = shared_dir_open(dir_fd, "queue");
 			_exit(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 07777) == 01777 ? 0 : 1);
 		}
 	}
