@@ -504,10 +504,11 @@ static int act(const struct gpurun_request *request, char **argv)
 	/* Stale: a scheduler set CUDA_VISIBLE_DEVICES since, in a job submitted from a shell that
 	 * gpurun started (sbatch copies the environment). */
 	if (chooses && !chosen && getenv("GPURUN_CHOSEN") && (request->verbose || request->explain)) {
-		const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+		const char *carrier = gpurun_choice_carrier();
+		const char *visible = getenv(carrier);
 
-		fprintf(stderr, "gpurun: GPURUN_CHOSEN=%s is stale: CUDA_VISIBLE_DEVICES%s%s is not "
-				"that choice, so gpurun chooses anew\n", getenv("GPURUN_CHOSEN"),
+		fprintf(stderr, "gpurun: GPURUN_CHOSEN=%s is stale: %s%s%s is not that choice, so "
+				"gpurun chooses anew\n", getenv("GPURUN_CHOSEN"), carrier,
 			visible ? "=" : " is unset and", visible ? visible : "");
 	}
 	switch (request->action) {

@@ -493,10 +493,12 @@ int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun
  * program no GPU of any vendor the snapshot has. Returns 0, or -1 with errno. One hand-off for
  * the launcher and the preload library. */
 int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible);
-/* The GPUs an ancestor's hand-off gave this process, as the variable that carries them says
- * now (CUDA_VISIBLE_DEVICES, else ROCR_VISIBLE_DEVICES); "" for a --cpu-fallback job. NULL when
- * no choice is in effect: GPURUN_CHOSEN is unset, or neither variable names only GPUs it
- * lists. That is a stale GPURUN_CHOSEN, for example in a Slurm job submitted from a shell that
+/* The variable that carries an inherited choice: CUDA_VISIBLE_DEVICES when it is set (or when
+ * neither is), else ROCR_VISIBLE_DEVICES (an AMD hand-off unsets CUDA_VISIBLE_DEVICES). */
+const char *gpurun_choice_carrier(void);
+/* The GPUs an ancestor's hand-off gave this process, as the variable that carries them
+ * (gpurun_choice_carrier) says now; "" for a --cpu-fallback job. NULL when no choice is in
+ * effect: GPURUN_CHOSEN is unset, or that variable names a GPU it does not list. That is a stale GPURUN_CHOSEN, for example in a Slurm job submitted from a shell that
  * gpurun started (sbatch copies the environment, then sets CUDA_VISIBLE_DEVICES to the
  * allocation). A part of the choice is still the choice: a program may hand its GPUs out among
  * its workers. */

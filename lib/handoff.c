@@ -131,20 +131,21 @@ static bool part_of(const char *visible, const char *chosen)
 	return true;
 }
 
+/* The variable that carries a hand-off's choice: CUDA_VISIBLE_DEVICES, which an AMD hand-off
+ * unsets, else ROCR_VISIBLE_DEVICES. A CUDA_VISIBLE_DEVICES set since (by Slurm) decides alone,
+ * even where an older AMD hand-off's ROCR_VISIBLE_DEVICES still matches. */
+const char *gpurun_choice_carrier(void)
+{
+	return getenv("CUDA_VISIBLE_DEVICES") || !getenv("ROCR_VISIBLE_DEVICES")
+		       ? "CUDA_VISIBLE_DEVICES" : "ROCR_VISIBLE_DEVICES";
+}
+
 const char *gpurun_inherited_choice(void)
 {
 	const char *chosen = getenv("GPURUN_CHOSEN");
-	static const char *const carriers[] = { "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES" };
+	const char *visible = getenv(gpurun_choice_carrier());
 
-	if (!chosen)
-		return NULL;
-	for (size_t i = 0; i < sizeof(carriers) / sizeof(carriers[0]); i++) {
-		const char *visible = getenv(carriers[i]);
-
-		if (visible && part_of(visible, chosen))
-			return visible;
-	}
-	return NULL;
+	return chosen && visible && part_of(visible, chosen) ? visible : NULL;
 }
 
 void gpurun_choice_close_watch_detached(struct gpurun_choice *choice)

@@ -52,6 +52,14 @@ expect_error "--vendor nvidia on an AMD-only machine: no GPU information" 69 "NV
 run "$GPURUN" --limit 2 sh -c "$SHOW_ENV"
 expect "ROCR_VISIBLE_DEVICES gets the choice; HIP, CUDA and CUDA_DEVICE_ORDER stay unset" 0 \
 	"1,3|unset|unset|unset|1,3"
+# A stale choice on an AMD machine: ROCR_VISIBLE_DEVICES carries it, and -v names that variable.
+run env GPURUN_CHOSEN=2 ROCR_VISIBLE_DEVICES=2 "$GPURUN" --print
+expect "a job's AMD choice is kept (GPU 2, busy: choosing would fail)" 0 "2"
+run env GPURUN_CHOSEN=1,3 ROCR_VISIBLE_DEVICES=3 "$GPURUN" --print
+expect "a worker handed a part of the job's AMD GPUs keeps it" 0 "3"
+run env GPURUN_CHOSEN=1 ROCR_VISIBLE_DEVICES=0,3 "$GPURUN" --print -v
+has_line "a stale AMD choice: -v names ROCR_VISIBLE_DEVICES" \
+	"^gpurun: GPURUN_CHOSEN=1 is stale: ROCR_VISIBLE_DEVICES=0,3 is not that choice"
 # HIP's own lists index into what ROCR_VISIBLE_DEVICES leaves: a Slurm job's
 # CUDA_VISIBLE_DEVICES=1,3 and GPU_DEVICE_ORDINAL=1,3 would leave a one-GPU choice nothing.
 HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=1,3 GPU_DEVICE_ORDINAL=1,3 run "$GPURUN" \

@@ -149,6 +149,10 @@ run env GPURUN_CHOSEN=2 SLURM_JOB_ID=5 SLURM_JOB_GPUS=1,3 CUDA_VISIBLE_DEVICES=1
 expect "a stale GPURUN_CHOSEN: gpurun chooses inside the allocation" 0 "3"
 has_line "... and -v says the inherited choice is stale" \
 	"^gpurun: GPURUN_CHOSEN=2 is stale: CUDA_VISIBLE_DEVICES=1,3 is not that choice"
+# An AMD hand-off's ROCR_VISIBLE_DEVICES still matching does not make it current: Slurm's
+# CUDA_VISIBLE_DEVICES, set since, decides.
+run env GPURUN_CHOSEN=1 ROCR_VISIBLE_DEVICES=1 CUDA_VISIBLE_DEVICES=3 "$GPURUN" --print
+expect "a stale GPURUN_CHOSEN that ROCR_VISIBLE_DEVICES still names: CUDA_VISIBLE_DEVICES decides" 0 "3"
 run env GPURUN_CHOSEN=2 NVIDIA_VISIBLE_DEVICES=none "$GPURUN" --print
 expect_error "a stale GPURUN_CHOSEN with CUDA_VISIBLE_DEVICES unset: the container's mask counts" \
 	75 "NVIDIA_VISIBLE_DEVICES"
