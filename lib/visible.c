@@ -401,23 +401,122 @@ static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *valu
 	}
 }
 
+/* An integer entry: its number, and where the value writes it (a message quotes the entry that
+ * ended the list). */
+struct integer_entry {
+	unsigned long long number;
+	const char *text;
+	size_t length;
+};
+
+static bool number_read_before(const struct integer_entry *entries, size_t count,
+			       unsigned long long number)
+{
+	for (size_t i = 0; i < count; i++)
+		if (entries[i].number == number)
+			return true;
+	return false;
+}
+
+/* Reads the integer entries up to the first that ends the list (list->stop says which, and
+ * why) and returns how many there are. The syntax first, the devices later: a repeated index
+ * empties the list even when an index between the two is past the last GPU (PyTorch's reading
+ * of the driver). */
+static size_t read_integer_entries(const char *value, struct integer_entry *entries,
+				   struct visible_list *list)
+{
+	size_t count = 0;
+
+	for (const char *entry = value;;) {
+		size_t length = strcspn(entry, ",");
+		unsigned long long number;
+		bool negative;
+
+		if (!read_integer(entry, length, &number, &negative)) {
+			stop_at(list, is_uuid_entry(entry, length) ? STOP_OTHER_KIND : STOP_INVALID,
+				entry, length);
+			return count;
+		}
+		if (negative) {
+			stop_at(list, STOP_NEGATIVE, entry, length);
+			return count;
+		}
+		if (number_read_before(entries, count, number)) {
+			list->duplicate = true;
+			return count;
+		}
+		entries[count++] = (struct integer_entry){ number, entry, length };
+		if (entry[length] == '\0')
+			return count;
+		entry += length + 1;
+	}
+}
+
+/* How CUDA numbers the GPUs: in PCI order when asked to, or when the GPUs are all alike; else
+ * fastest first, which only the driver can tell (PCI order is then a guess). */
+static enum order_used order_to_read(const struct gpurun_snapshot *snapshot,
+				     const struct gpurun_inherited *inherited)
+{
+	if (inherited->cuda_device_order && strcmp(inherited->cuda_device_order, "PCI_BUS_ID") == 0)
+		return ORDER_PCI_ASKED;
+	return gpurun_cuda_order_may_differ(snapshot) ? ORDER_PCI_GUESSED : ORDER_PCI_SAME_MODEL;
+}
+
+/* Asks the driver which devices it shows for the entries, written as plain numbers. */
+static void ask_driver(const struct integer_entry *entries, size_t count,
+		       struct gpurun_cuda_order *order)
+{
+	char *written = calloc(count, 24);      /* 20 digits and a comma per entry */
+	struct text text = { written, count * 24, 0 };
+
+	for (size_t i = 0; written && i < count; i++)
+		text_add(&text, "%s%llu", i ? "," : "", entries[i].number);
+	if (written)
+		gpurun_cuda_order_read(written, CUDA_ORDER_TIMEOUT_S, order);
+	else
+		snprintf(order->failure, sizeof(order->failure), "out of memory");
+	order->asked = true;
+	free(written);
+}
+
+/* Whether the driver's answer can place the entries. A driver that shows more devices than
+ * were asked for did not apply the list: its failure then says so. */
+static bool driver_answer_fits(struct gpurun_cuda_order *order, size_t count)
+{
+	if (!order->answered)
+		return false;
+	if (order->count > count) {
+		snprintf(order->failure, sizeof(order->failure),
+			 "the CUDA driver showed %zu devices for %zu entries", order->count, count);
+		return false;
+	}
+	return true;
+}
+
+/* The device whose UUID the driver reported. The answer writes "GPU-" before every UUID, a MIG
+ * instance's too, so the prefix is not compared. */
+static long nvidia_with_uuid(const struct gpurun_snapshot *snapshot, const char *uuid)
+{
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+
+		if (is_nvidia(device) && strlen(device->uuid) > 4 &&
+		    strcasecmp(device->uuid + 4, uuid + 4) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
 /* Places the integers through the driver's answer: the devices it showed, which an integer
  * names as a whole GPU even where the driver showed one of its MIG instances. The answer has
- * no more devices than the `asked` entries (parse_integers checks). */
+ * no more devices than the entries (driver_answer_fits checks). */
 static void place_by_driver(const struct gpurun_snapshot *snapshot,
-			    const struct gpurun_cuda_order *order, size_t asked, struct visible_list *list)
+			    const struct gpurun_cuda_order *order, const struct integer_entry *entries,
+			    size_t count, struct visible_list *list)
 {
-	for (size_t k = 0; k < order->count && list->target_count < asked; k++) {
-		const char *hex = order->uuids[k] + 4;
-		long found = -1;
+	for (size_t k = 0; k < order->count && list->target_count < count; k++) {
+		long found = nvidia_with_uuid(snapshot, order->uuids[k]);
 
-		for (size_t i = 0; i < snapshot->count && found < 0; i++) {
-			const struct gpurun_device *device = &snapshot->devices[i];
-
-			if (is_nvidia(device) && strlen(device->uuid) > 4 &&
-			    strcasecmp(device->uuid + 4, hex) == 0)
-				found = (long)i;
-		}
 		if (found < 0) {
 			list->driver_unmatched++;
 			continue;
@@ -429,95 +528,59 @@ static void place_by_driver(const struct gpurun_snapshot *snapshot,
 			add_target(list, (size_t)found);
 	}
 	list->duplicate = false;        /* the driver already applied CUDA's rules */
+	/* Which entry a missing device came from, the answer does not say. */
+	if (list->target_count < count && list->driver_unmatched == 0)
+		stop_at(list, STOP_NO_DEVICE, entries[list->target_count].text,
+			entries[list->target_count].length);
+}
+
+/* Places the integers as NVML's indices, which are CUDA's in PCI order. */
+static void place_by_pci(const struct gpurun_snapshot *snapshot,
+			 const struct integer_entry *entries, size_t count, struct visible_list *list)
+{
+	for (size_t i = 0; i < count; i++) {
+		long position = physical_with_index(snapshot, entries[i].number);
+
+		if (position < 0) {
+			stop_at(list, STOP_NO_DEVICE, entries[i].text, entries[i].length);
+			return;
+		}
+		add_target(list, (size_t)position);
+	}
+}
+
+/* Places the integers in CUDA's order, asking the driver for it where only the driver knows. */
+static void place_integers(const struct gpurun_snapshot *snapshot,
+			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
+			   const struct integer_entry *entries, size_t count,
+			   struct visible_list *list)
+{
+	list->order = order_to_read(snapshot, inherited);
+	if (list->order == ORDER_PCI_GUESSED && order) {
+		if (!order->asked)
+			ask_driver(entries, count, order);
+		if (driver_answer_fits(order, count)) {
+			list->order = ORDER_DRIVER;
+			place_by_driver(snapshot, order, entries, count, list);
+			return;
+		}
+	}
+	place_by_pci(snapshot, entries, count, list);
 }
 
 static void parse_integers(const struct gpurun_snapshot *snapshot,
 			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
 			   const char *value, size_t entry_count, struct visible_list *list)
 {
-	unsigned long long *numbers = calloc(entry_count, sizeof(*numbers));
-	const char **texts = calloc(entry_count, sizeof(*texts));
-	size_t *lengths = calloc(entry_count, sizeof(*lengths));
-	size_t count = 0;
+	struct integer_entry *entries = calloc(entry_count, sizeof(*entries));
+	size_t count;
 
-	if (!numbers || !texts || !lengths)
-		goto done;
-	/* The syntax first, then the devices: a repeated index empties the list even when an
-	 * index between the two is past the last GPU (PyTorch's reading of the driver). */
-	for (const char *entry = value;;) {
-		size_t length = strcspn(entry, ",");
-		bool negative;
-
-		if (!read_integer(entry, length, &numbers[count], &negative)) {
-			stop_at(list, is_uuid_entry(entry, length) ? STOP_OTHER_KIND : STOP_INVALID,
-				entry, length);
-			break;
-		}
-		if (negative) {
-			stop_at(list, STOP_NEGATIVE, entry, length);
-			break;
-		}
-		for (size_t i = 0; i < count; i++)
-			if (numbers[i] == numbers[count])
-				list->duplicate = true;
-		if (list->duplicate)
-			goto done;
-		texts[count] = entry;
-		lengths[count++] = length;
-		if (entry[length] == '\0')
-			break;
-		entry += length + 1;
-	}
-	if (count == 0)
-		goto done;
-
-	bool pci = inherited->cuda_device_order &&
-		   strcmp(inherited->cuda_device_order, "PCI_BUS_ID") == 0;
-	list->order = pci ? ORDER_PCI_ASKED : ORDER_PCI_SAME_MODEL;
-	if (!pci && gpurun_cuda_order_may_differ(snapshot)) {
-		list->order = ORDER_PCI_GUESSED;
-		if (order && !order->asked) {
-			char *written = calloc(count, 24);
-			struct text text = { written, count * 24, 0 };
-
-			for (size_t i = 0; written && i < count; i++)
-				text_add(&text, "%s%llu", i ? "," : "", numbers[i]);
-			if (written)
-				gpurun_cuda_order_read(written, CUDA_ORDER_TIMEOUT_S, order);
-			else
-				snprintf(order->failure, sizeof(order->failure), "out of memory");
-			order->asked = true;
-			free(written);
-		}
-		/* A driver that shows more devices than were asked for did not apply the list:
-		 * its answer cannot place them. */
-		if (order && order->answered && order->count > count)
-			snprintf(order->failure, sizeof(order->failure),
-				 "the CUDA driver showed %zu devices for %zu entries", order->count,
-				 count);
-		if (order && order->answered && order->count <= count) {
-			list->order = ORDER_DRIVER;
-			place_by_driver(snapshot, order, count, list);
-			/* Which entry a missing device came from, the answer does not say. */
-			if (list->target_count < count && list->driver_unmatched == 0)
-				stop_at(list, STOP_NO_DEVICE, texts[list->target_count],
-					lengths[list->target_count]);
-			goto done;
-		}
-	}
-	for (size_t i = 0; i < count; i++) {
-		long position = physical_with_index(snapshot, numbers[i]);
-
-		if (position < 0) {
-			stop_at(list, STOP_NO_DEVICE, texts[i], lengths[i]);
-			break;
-		}
-		add_target(list, (size_t)position);
-	}
-done:
-	free(numbers);
-	free(texts);
-	free(lengths);
+	if (!entries)
+		return;
+	count = read_integer_entries(value, entries, list);
+	if (count > 0 && !list->duplicate)
+		place_integers(snapshot, inherited, order, entries, count, list);
+	free(entries);
 }
 
 /* Reads the value as CUDA does. list->targets must have room for one per entry. */
