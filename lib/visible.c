@@ -891,6 +891,126 @@ static enum gpurun_vendor slurm_vendor(const struct gpurun_snapshot *snapshot)
 	return GPURUN_VENDOR_AMD;
 }
 
+/* A Slurm allocation: the step's GPUs, else the job's. */
+struct slurm_allocation {
+	const char *name;               /* the variable that gives it */
+	const char *value;              /* NULL: neither variable is set */
+	const char *what;               /* what the variable is, as --explain says */
+	enum gpurun_vendor vendor;      /* whose GPUs Slurm numbers here */
+	bool is_list;                   /* else the value is not a list of GPU indices */
+	unsigned long long *indices;
+	size_t count;
+};
+
+static void read_slurm_allocation(const struct gpurun_snapshot *snapshot,
+				  const struct gpurun_inherited *inherited,
+				  struct slurm_allocation *allocation)
+{
+	bool step = inherited->slurm_step_gpus != NULL;
+
+	*allocation = (struct slurm_allocation){
+		.name = step ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS",
+		.value = step ? inherited->slurm_step_gpus : inherited->slurm_job_gpus,
+		.what = step ? "the Slurm step's GPUs" : "the Slurm job's GPUs",
+		.vendor = slurm_vendor(snapshot),
+	};
+	if (!allocation->value)
+		return;
+	allocation->indices = calloc(count_entries(allocation->value), sizeof(*allocation->indices));
+	allocation->is_list = allocation->indices &&
+			      read_slurm_list(allocation->value, allocation->indices, &allocation->count);
+}
+
+/* A value gpurun cannot read leaves no GPU: any other reading might leave the allocation. */
+static void apply_slurm_unreadable(const struct gpurun_snapshot *snapshot,
+				   const struct slurm_allocation *allocation, struct gpurun_mask *mask,
+				   struct text *rules, struct text *why)
+{
+	size_t before = allowed_of(snapshot, mask, allocation->vendor);
+
+	text_add(rules, "%s=%s (%s) is not a list of GPU indices: no GPU, to stay inside the "
+			"allocation\n", allocation->name, allocation->value, allocation->what);
+	mask_out_vendor(snapshot, allocation->vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
+	if (before > 0)
+		text_add(why, "%s=%s is not a list of GPU indices", allocation->name, allocation->value);
+}
+
+/* On a machine with MIG, Slurm numbers MIG instances and names them by UUID in
+ * CUDA_VISIBLE_DEVICES, which then limits: without it, nothing says which GPUs are the job's. */
+static void apply_slurm_mig(const struct gpurun_snapshot *snapshot,
+			    const struct gpurun_inherited *inherited,
+			    const struct slurm_allocation *allocation, struct gpurun_mask *mask,
+			    struct text *rules, struct text *why)
+{
+	size_t before = allowed_of(snapshot, mask, allocation->vendor);
+
+	if (inherited->cuda_visible_devices) {
+		text_add(rules, "%s=%s (%s): not applied: on a machine with MIG, Slurm numbers MIG "
+				"instances, which it names by UUID in CUDA_VISIBLE_DEVICES\n",
+			 allocation->name, allocation->value, allocation->what);
+		return;
+	}
+	text_add(rules, "%s=%s (%s): on a machine with MIG, Slurm numbers MIG instances, and "
+			"CUDA_VISIBLE_DEVICES, which would name them, is not set: no GPU, to stay "
+			"inside the allocation\n", allocation->name, allocation->value, allocation->what);
+	mask_out_vendor(snapshot, allocation->vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
+	if (before > 0)
+		text_add(why, "%s=%s numbers MIG instances, and CUDA_VISIBLE_DEVICES, which would name "
+			      "them, is not set", allocation->name, allocation->value);
+}
+
+/* No more GPUs seen than allocated: the job is confined to its own GPUs (cgroup devices), which
+ * it sees renumbered from 0, so the indices cannot be compared, and need not be. */
+static void apply_slurm_confined(const struct gpurun_snapshot *snapshot,
+				 const struct slurm_allocation *allocation, struct text *rules)
+{
+	size_t seen = gpus_of(snapshot, allocation->vendor);
+
+	text_add(rules, "%s=%s (%s): this process sees %zu GPU%s and %zu %s allocated: a confined "
+			"job sees only its own GPUs (renumbered from 0), so every GPU seen is in the "
+			"allocation\n", allocation->name, allocation->value, allocation->what, seen,
+		 seen == 1 ? "" : "s", allocation->count, allocation->count == 1 ? "is" : "are");
+}
+
+/* Whether the allocation holds the device (a MIG instance: its GPU). */
+static bool slurm_allocated(const struct gpurun_snapshot *snapshot,
+			    const struct slurm_allocation *allocation, size_t position)
+{
+	const struct gpurun_device *device = &snapshot->devices[position];
+	int gpu = is_instance(device) ? device->mig_parent
+				      : gpurun_device_vendor_index(snapshot, position);
+
+	if (gpu < 0)
+		return false;
+	for (size_t k = 0; k < allocation->count; k++)
+		if (allocation->indices[k] == (unsigned long long)gpu)
+			return true;
+	return false;
+}
+
+/* Node-global indices: the vendor's GPUs of those indices, and their MIG instances. */
+static void apply_slurm_indices(const struct gpurun_snapshot *snapshot,
+				const struct slurm_allocation *allocation, struct gpurun_mask *mask,
+				struct text *rules, struct text *why)
+{
+	size_t before = allowed_of(snapshot, mask, allocation->vendor);
+
+	text_add(rules, "%s=%s (%s, node indices): ", allocation->name, allocation->value,
+		 allocation->what);
+	for (size_t i = 0; i < allocation->count; i++)
+		text_add(rules, "%s%s %llu", i ? ", " : "",
+			 allocation->vendor == GPURUN_VENDOR_AMD ? "AMD GPU" : "GPU",
+			 allocation->indices[i]);
+	text_add(rules, "%s\n", allocation->count ? "" : "no GPU");
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->devices[i].vendor == allocation->vendor &&
+		    !slurm_allocated(snapshot, allocation, i))
+			mask_out(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
+	if (before > 0 && allowed_of(snapshot, mask, allocation->vendor) == 0)
+		text_add(why, "%s=%s: the Slurm allocation holds no GPU this process sees",
+			 allocation->name, allocation->value);
+}
+
 /* The allocation gpurun must never leave. Slurm's indices are node-global (gres.conf order,
  * which is PCI order with AutoDetect=nvml or /dev/nvidiaN listed in order); with cgroup device
  * confinement a job sees only its GPUs, renumbered from 0, and the indices cannot be compared,
@@ -899,81 +1019,33 @@ static void apply_slurm(const struct gpurun_snapshot *snapshot,
 			const struct gpurun_inherited *inherited, struct gpurun_mask *mask,
 			struct text *rules, struct text *why)
 {
-	const char *name = inherited->slurm_step_gpus ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS";
-	const char *value = inherited->slurm_step_gpus ? inherited->slurm_step_gpus
-						       : inherited->slurm_job_gpus;
-	const char *what = inherited->slurm_step_gpus ? "the Slurm step's GPUs" : "the Slurm job's GPUs";
-	enum gpurun_vendor vendor = slurm_vendor(snapshot);
-	size_t seen = 0, allocated, before = allowed_of(snapshot, mask, vendor);
-	unsigned long long *indices;
+	struct slurm_allocation allocation;
 
-	if (!value) {
+	read_slurm_allocation(snapshot, inherited, &allocation);
+	if (!allocation.value) {
 		if (inherited->slurm_job_id)
 			text_add(rules, "Slurm job %s has no GPU allocation (no SLURM_STEP_GPUS or "
-					"SLURM_JOB_GPUS): gpurun cannot tell whether Slurm manages these "
-					"GPUs; not limited\n", inherited->slurm_job_id);
+					"SLURM_JOB_GPUS): gpurun cannot tell whether Slurm manages "
+					"these GPUs; not limited\n", inherited->slurm_job_id);
 		return;
 	}
-	seen = gpus_of(snapshot, vendor);
-	if (vendor == GPURUN_VENDOR_NVIDIA && allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) > 0) {
-		text_add(rules, "%s=%s (%s): this node also has AMD GPUs, which Slurm's indices cannot be "
-				"matched to: they are left out\n", name, value, what);
+	if (allocation.vendor == GPURUN_VENDOR_NVIDIA &&
+	    allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) > 0) {
+		text_add(rules, "%s=%s (%s): this node also has AMD GPUs, which Slurm's indices "
+				"cannot be matched to: they are left out\n", allocation.name,
+			 allocation.value, allocation.what);
 		mask_out_vendor(snapshot, GPURUN_VENDOR_AMD, mask, GPURUN_MASK_OUTSIDE_SLURM);
 	}
-	indices = calloc(count_entries(value), sizeof(*indices));
-	if (!indices || !read_slurm_list(value, indices, &allocated)) {
-		text_add(rules, "%s=%s (%s) is not a list of GPU indices: no GPU, to stay inside the "
-				"allocation\n", name, value, what);
-		mask_out_vendor(snapshot, vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
-		if (before > 0)
-			text_add(why, "%s=%s is not a list of GPU indices", name, value);
-		free(indices);
-		return;
-	}
-	if (allocated > 0 && vendor == GPURUN_VENDOR_NVIDIA && machine_has_mig(snapshot)) {
-		/* Slurm names MIG instances by UUID in CUDA_VISIBLE_DEVICES, which then limits. */
-		if (inherited->cuda_visible_devices) {
-			text_add(rules, "%s=%s (%s): not applied: on a machine with MIG, Slurm numbers MIG "
-					"instances, which it names by UUID in CUDA_VISIBLE_DEVICES\n", name,
-				 value, what);
-		} else {
-			text_add(rules, "%s=%s (%s): on a machine with MIG, Slurm numbers MIG instances, "
-					"and CUDA_VISIBLE_DEVICES, which would name them, is not set: no GPU, "
-					"to stay inside the allocation\n", name, value, what);
-			mask_out_vendor(snapshot, vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
-			if (before > 0)
-				text_add(why, "%s=%s numbers MIG instances, and CUDA_VISIBLE_DEVICES, which "
-					      "would name them, is not set", name, value);
-		}
-	} else if (allocated > 0 && seen <= allocated) {
-		text_add(rules, "%s=%s (%s): this process sees %zu GPU%s and %zu %s allocated: a confined "
-				"job sees only its own GPUs (renumbered from 0), so every GPU seen is in the "
-				"allocation\n", name, value, what, seen, seen == 1 ? "" : "s", allocated,
-			 allocated == 1 ? "is" : "are");
-	} else {
-		text_add(rules, "%s=%s (%s, node indices): ", name, value, what);
-		for (size_t i = 0; i < allocated; i++)
-			text_add(rules, "%s%s %llu", i ? ", " : "",
-				 vendor == GPURUN_VENDOR_AMD ? "AMD GPU" : "GPU", indices[i]);
-		text_add(rules, "%s\n", allocated ? "" : "no GPU");
-		for (size_t i = 0; i < snapshot->count; i++) {
-			const struct gpurun_device *device = &snapshot->devices[i];
-			int gpu = is_instance(device) ? device->mig_parent
-						      : gpurun_device_vendor_index(snapshot, i);
-			bool in = false;
-
-			if (device->vendor != vendor)
-				continue;
-			for (size_t k = 0; k < allocated && !in; k++)
-				in = gpu >= 0 && indices[k] == (unsigned long long)gpu;
-			if (!in)
-				mask_out(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
-		}
-		if (before > 0 && allowed_of(snapshot, mask, vendor) == 0)
-			text_add(why, "%s=%s: the Slurm allocation holds no GPU this process sees", name,
-				 value);
-	}
-	free(indices);
+	if (!allocation.is_list)
+		apply_slurm_unreadable(snapshot, &allocation, mask, rules, why);
+	else if (allocation.count > 0 && allocation.vendor == GPURUN_VENDOR_NVIDIA &&
+		 machine_has_mig(snapshot))
+		apply_slurm_mig(snapshot, inherited, &allocation, mask, rules, why);
+	else if (allocation.count > 0 && gpus_of(snapshot, allocation.vendor) <= allocation.count)
+		apply_slurm_confined(snapshot, &allocation, rules);
+	else
+		apply_slurm_indices(snapshot, &allocation, mask, rules, why);
+	free(allocation.indices);
 }
 
 static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
