@@ -1048,6 +1048,54 @@ static void apply_slurm(const struct gpurun_snapshot *snapshot,
 	free(allocation.indices);
 }
 
+/* The line --explain shows for the value: the devices it names, where CUDA stops reading it,
+ * and how its indices are numbered. */
+static void describe_visible(const struct gpurun_snapshot *snapshot, const char *value,
+			     const struct visible_list *list, const struct gpurun_cuda_order *order,
+			     struct text *rules)
+{
+	text_add(rules, "CUDA_VISIBLE_DEVICES=%s (inherited): ", value);
+	if (list->duplicate) {
+		text_add(rules, "a GPU is named twice, and CUDA then shows no GPU");
+	} else {
+		describe_targets(snapshot, list, rules);
+		if (list->stop != STOP_NONE)
+			text_add(rules, "; the list ends at '%.*s' (%s): CUDA ignores it and all after it",
+				 (int)list->stop_length, list->stop_text,
+				 stop_reason(list->stop, list->integers));
+		if (list->integers && (list->target_count > 0 || list->stop == STOP_NO_DEVICE))
+			describe_order(list, order, rules);
+	}
+	text_add(rules, "\n");
+}
+
+/* Why the value leaves no GPU where the variables before it left some: its own reading, or
+ * what it names against what they allowed. */
+static void explain_nothing_visible(const struct gpurun_snapshot *snapshot, const char *value,
+				    const struct visible_list *list, const bool *named,
+				    struct text *why)
+{
+	char shown[96];
+	bool named_any = false;
+
+	for (size_t i = 0; named && i < snapshot->count; i++)
+		named_any |= named[i] && !snapshot->devices[i].mig_enabled;
+	value = quoted(value, shown, sizeof(shown));
+	if (list->duplicate)
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s names a GPU twice, and CUDA then shows no GPU",
+			 value);
+	else if (list->target_count == 0)
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s names no GPU: CUDA stops at its first entry "
+			      "'%.*s' (%s)", value, (int)list->stop_length, list->stop_text,
+			 stop_reason(list->stop, list->integers));
+	else if (!named_any)
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s names only MIG-enabled GPUs that have no MIG "
+			      "instance", value);
+	else
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s and the allocation above have no GPU in "
+			      "common", value);
+}
+
 static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 			       const struct gpurun_inherited *inherited,
 			       struct gpurun_cuda_order *order, struct gpurun_mask *mask,
@@ -1074,23 +1122,12 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 	if (list.targets && named)
 		parse_visible(snapshot, inherited, order, value, count_entries(value), &list);
 
-	text_add(rules, "CUDA_VISIBLE_DEVICES=%s (inherited): ", value);
-	if (list.duplicate)
-		text_add(rules, "a GPU is named twice, and CUDA then shows no GPU");
-	else
-		describe_targets(snapshot, &list, rules);
-	if (list.stop != STOP_NONE && !list.duplicate)
-		text_add(rules, "; the list ends at '%.*s' (%s): CUDA ignores it and all after it",
-			 (int)list.stop_length, list.stop_text, stop_reason(list.stop, list.integers));
-	if (list.integers && !list.duplicate && (list.target_count > 0 ||
-						   list.stop == STOP_NO_DEVICE))
-		describe_order(&list, order, rules);
-	text_add(rules, "\n");
+	describe_visible(snapshot, value, &list, order, rules);
 	if (list.order == ORDER_PCI_GUESSED && list.target_count > 0)
-		text_add(warning, "CUDA_VISIBLE_DEVICES=%s: the GPUs differ in model and CUDA_DEVICE_ORDER "
-				  "is not PCI_BUS_ID, so CUDA may number them fastest first, and %s; "
-				  "reading the indices in PCI order (as nvidia-smi numbers GPUs). Set "
-				  "CUDA_DEVICE_ORDER=PCI_BUS_ID or use UUIDs to be sure", value,
+		text_add(warning, "CUDA_VISIBLE_DEVICES=%s: the GPUs differ in model and "
+				  "CUDA_DEVICE_ORDER is not PCI_BUS_ID, so CUDA may number them fastest "
+				  "first, and %s; reading the indices in PCI order (as nvidia-smi numbers "
+				  "GPUs). Set CUDA_DEVICE_ORDER=PCI_BUS_ID or use UUIDs to be sure", value,
 			 order && order->asked ? order->failure : "the CUDA driver was not asked");
 
 	for (size_t i = 0; i < list.target_count; i++)
@@ -1098,27 +1135,8 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 	for (size_t i = 0; i < snapshot->count; i++)
 		if (is_nvidia(&snapshot->devices[i]) && !(named && named[i]))
 			mask_out(mask, i, GPURUN_MASK_NOT_VISIBLE);
-	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0) {
-		char shown[96];
-		bool named_any = false;
-
-		for (size_t i = 0; named && i < snapshot->count; i++)
-			named_any |= named[i] && !snapshot->devices[i].mig_enabled;
-		value = quoted(value, shown, sizeof(shown));
-		if (list.duplicate)
-			text_add(why, "CUDA_VISIBLE_DEVICES=%s names a GPU twice, and CUDA then shows no GPU",
-				 value);
-		else if (list.target_count == 0)
-			text_add(why, "CUDA_VISIBLE_DEVICES=%s names no GPU: CUDA stops at its first entry "
-				      "'%.*s' (%s)", value, (int)list.stop_length, list.stop_text,
-				 stop_reason(list.stop, list.integers));
-		else if (!named_any)
-			text_add(why, "CUDA_VISIBLE_DEVICES=%s names only MIG-enabled GPUs that have no MIG "
-				      "instance", value);
-		else
-			text_add(why, "CUDA_VISIBLE_DEVICES=%s and the allocation above have no GPU in "
-				      "common", value);
-	}
+	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0)
+		explain_nothing_visible(snapshot, value, &list, named, why);
 	free(list.targets);
 	free(named);
 }
