@@ -462,21 +462,22 @@ static enum order_used order_to_read(const struct gpurun_snapshot *snapshot,
 	return gpurun_cuda_order_may_differ(snapshot) ? ORDER_PCI_GUESSED : ORDER_PCI_SAME_MODEL;
 }
 
-/* Asks the driver which devices it shows for the entries, written as plain numbers. */
-static void ask_driver(const struct integer_entry *entries, size_t count,
+/* Asks the driver which devices it shows for the entries, written as plain numbers. False
+ * when out of memory. */
+static bool ask_driver(const struct integer_entry *entries, size_t count,
 		       struct gpurun_cuda_order *order)
 {
 	char *written = calloc(count, 24);      /* 20 digits and a comma per entry */
 	struct text text = { written, count * 24, 0 };
 
-	for (size_t i = 0; written && i < count; i++)
+	if (!written)
+		return false;
+	for (size_t i = 0; i < count; i++)
 		text_add(&text, "%s%llu", i ? "," : "", entries[i].number);
-	if (written)
-		gpurun_cuda_order_read(written, CUDA_ORDER_TIMEOUT_S, order);
-	else
-		snprintf(order->failure, sizeof(order->failure), "out of memory");
+	gpurun_cuda_order_read(written, CUDA_ORDER_TIMEOUT_S, order);
 	order->asked = true;
 	free(written);
+	return true;
 }
 
 /* Whether the driver's answer can place the entries. A driver that shows more devices than
@@ -549,52 +550,59 @@ static void place_by_pci(const struct gpurun_snapshot *snapshot,
 	}
 }
 
-/* Places the integers in CUDA's order, asking the driver for it where only the driver knows. */
-static void place_integers(const struct gpurun_snapshot *snapshot,
+/* Places the integers in CUDA's order, asking the driver for it where only the driver knows.
+ * False when out of memory. */
+static bool place_integers(const struct gpurun_snapshot *snapshot,
 			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
 			   const struct integer_entry *entries, size_t count,
 			   struct visible_list *list)
 {
 	list->order = order_to_read(snapshot, inherited);
 	if (list->order == ORDER_PCI_GUESSED && order) {
-		if (!order->asked)
-			ask_driver(entries, count, order);
+		if (!order->asked && !ask_driver(entries, count, order))
+			return false;
 		if (driver_answer_fits(order, count)) {
 			list->order = ORDER_DRIVER;
 			place_by_driver(snapshot, order, entries, count, list);
-			return;
+			return true;
 		}
 	}
 	place_by_pci(snapshot, entries, count, list);
+	return true;
 }
 
-static void parse_integers(const struct gpurun_snapshot *snapshot,
+/* Reads the integer entries and places them in CUDA's order. False when out of memory. */
+static bool parse_integers(const struct gpurun_snapshot *snapshot,
 			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
 			   const char *value, size_t entry_count, struct visible_list *list)
 {
 	struct integer_entry *entries = calloc(entry_count, sizeof(*entries));
 	size_t count;
+	bool placed = true;
 
 	if (!entries)
-		return;
+		return false;
 	count = read_integer_entries(value, entries, list);
 	if (count > 0 && !list->duplicate)
-		place_integers(snapshot, inherited, order, entries, count, list);
+		placed = place_integers(snapshot, inherited, order, entries, count, list);
 	free(entries);
+	return placed;
 }
 
-/* Reads the value as CUDA does. list->targets must have room for one per entry. */
-static void parse_visible(const struct gpurun_snapshot *snapshot,
+/* Reads the value as CUDA does. list->targets must have room for one per entry. False when
+ * out of memory. */
+static bool parse_visible(const struct gpurun_snapshot *snapshot,
 			  const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
 			  const char *value, size_t entry_count, struct visible_list *list)
 {
 	list->integers = !is_uuid_entry(value, strlen(value));
-	if (list->integers)
-		parse_integers(snapshot, inherited, order, value, entry_count, list);
-	else
+	if (!list->integers)
 		parse_uuids(snapshot, value, list);
+	else if (!parse_integers(snapshot, inherited, order, value, entry_count, list))
+		return false;
 	if (list->duplicate)
 		list->target_count = 0;
+	return true;
 }
 
 /* Marks the devices a named device stands for: itself, and a MIG-enabled GPU's instances (it
@@ -819,21 +827,19 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 }
 
 /* ROCr's variable: a mask on the AMD GPUs, in ROCr's numbering or by UUID (vendor.c reads it). */
-static void apply_rocr_visible(const struct gpurun_snapshot *snapshot, const char *value,
-			       struct gpurun_mask *mask, struct text *rules, struct text *why)
+static int apply_rocr_visible(const struct gpurun_snapshot *snapshot, const char *value,
+			      struct gpurun_mask *mask, struct text *rules, struct text *why,
+			      struct gpurun_error *err)
 {
 	size_t before = allowed_of(snapshot, mask, GPURUN_VENDOR_AMD);
 	bool *named;
 	char shown[96];
 
 	if (!value || gpus_of(snapshot, GPURUN_VENDOR_AMD) == 0)
-		return;
+		return 0;
 	named = malloc(snapshot->count * sizeof(*named));
-	if (!named) {
-		/* Out of memory: no AMD GPU, never one the variable left out. */
-		mask_out_vendor(snapshot, GPURUN_VENDOR_AMD, mask, GPURUN_MASK_NOT_IN_ROCR);
-		return;
-	}
+	if (!named)
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	for (size_t i = 0; i < snapshot->count; i++)
 		named[i] = true;
 	gpurun_rocr_visible_mask(snapshot, value, named);
@@ -854,6 +860,7 @@ static void apply_rocr_visible(const struct gpurun_snapshot *snapshot, const cha
 			 value, !*value ? "is empty" : listed ? "names no AMD GPU the other variables allow"
 							       : "names no AMD GPU");
 	free(named);
+	return 0;
 }
 
 /* Slurm's node-global indices of the GPUs it allocated ("0,2"); false when it is not a list. */
@@ -902,7 +909,8 @@ struct slurm_allocation {
 	size_t count;
 };
 
-static void read_slurm_allocation(const struct gpurun_snapshot *snapshot,
+/* Which variable gives the allocation, what it is, and its indices. False when out of memory. */
+static bool read_slurm_allocation(const struct gpurun_snapshot *snapshot,
 				  const struct gpurun_inherited *inherited,
 				  struct slurm_allocation *allocation)
 {
@@ -915,10 +923,13 @@ static void read_slurm_allocation(const struct gpurun_snapshot *snapshot,
 		.vendor = slurm_vendor(snapshot),
 	};
 	if (!allocation->value)
-		return;
+		return true;
 	allocation->indices = calloc(count_entries(allocation->value), sizeof(*allocation->indices));
-	allocation->is_list = allocation->indices &&
-			      read_slurm_list(allocation->value, allocation->indices, &allocation->count);
+	if (!allocation->indices)
+		return false;
+	allocation->is_list = read_slurm_list(allocation->value, allocation->indices,
+					      &allocation->count);
+	return true;
 }
 
 /* A value gpurun cannot read leaves no GPU: any other reading might leave the allocation. */
@@ -1015,19 +1026,20 @@ static void apply_slurm_indices(const struct gpurun_snapshot *snapshot,
  * which is PCI order with AutoDetect=nvml or /dev/nvidiaN listed in order); with cgroup device
  * confinement a job sees only its GPUs, renumbered from 0, and the indices cannot be compared,
  * but then every GPU it sees is its own. */
-static void apply_slurm(const struct gpurun_snapshot *snapshot,
-			const struct gpurun_inherited *inherited, struct gpurun_mask *mask,
-			struct text *rules, struct text *why)
+static int apply_slurm(const struct gpurun_snapshot *snapshot,
+		       const struct gpurun_inherited *inherited, struct gpurun_mask *mask,
+		       struct text *rules, struct text *why, struct gpurun_error *err)
 {
 	struct slurm_allocation allocation;
 
-	read_slurm_allocation(snapshot, inherited, &allocation);
+	if (!read_slurm_allocation(snapshot, inherited, &allocation))
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	if (!allocation.value) {
 		if (inherited->slurm_job_id)
 			text_add(rules, "Slurm job %s has no GPU allocation (no SLURM_STEP_GPUS or "
 					"SLURM_JOB_GPUS): gpurun cannot tell whether Slurm manages "
 					"these GPUs; not limited\n", inherited->slurm_job_id);
-		return;
+		return 0;
 	}
 	if (allocation.vendor == GPURUN_VENDOR_NVIDIA &&
 	    allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) > 0) {
@@ -1046,6 +1058,7 @@ static void apply_slurm(const struct gpurun_snapshot *snapshot,
 	else
 		apply_slurm_indices(snapshot, &allocation, mask, rules, why);
 	free(allocation.indices);
+	return 0;
 }
 
 /* The line --explain shows for the value: the devices it names, where CUDA stops reading it,
@@ -1078,7 +1091,7 @@ static void explain_nothing_visible(const struct gpurun_snapshot *snapshot, cons
 	char shown[96];
 	bool named_any = false;
 
-	for (size_t i = 0; named && i < snapshot->count; i++)
+	for (size_t i = 0; i < snapshot->count; i++)
 		named_any |= named[i] && !snapshot->devices[i].mig_enabled;
 	value = quoted(value, shown, sizeof(shown));
 	if (list->duplicate)
@@ -1096,10 +1109,12 @@ static void explain_nothing_visible(const struct gpurun_snapshot *snapshot, cons
 			      "common", value);
 }
 
-static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
-			       const struct gpurun_inherited *inherited,
-			       struct gpurun_cuda_order *order, struct gpurun_mask *mask,
-			       struct text *rules, struct text *why, struct text *warning)
+/* CUDA's own variable, read as the driver reads it (the comment at the top of this file). */
+static int apply_cuda_visible(const struct gpurun_snapshot *snapshot,
+			      const struct gpurun_inherited *inherited,
+			      struct gpurun_cuda_order *order, struct gpurun_mask *mask,
+			      struct text *rules, struct text *why, struct text *warning,
+			      struct gpurun_error *err)
 {
 	const char *value = inherited->cuda_visible_devices;
 	size_t before = allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA);
@@ -1108,19 +1123,23 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 
 	if (!value) {
 		text_add(rules, "CUDA_VISIBLE_DEVICES is not set: every GPU\n");
-		return;
+		return 0;
 	}
 	if (value[0] == '\0') {
 		text_add(rules, "CUDA_VISIBLE_DEVICES is empty: CUDA shows no GPU\n");
 		mask_out_vendor(snapshot, GPURUN_VENDOR_NVIDIA, mask, GPURUN_MASK_NOT_VISIBLE);
 		if (before > 0)
 			text_add(why, "CUDA_VISIBLE_DEVICES is empty, which gives a program no GPU");
-		return;
+		return 0;
 	}
 	list.targets = calloc(count_entries(value), sizeof(*list.targets));
 	named = calloc(snapshot->count ? snapshot->count : 1, sizeof(*named));
-	if (list.targets && named)
-		parse_visible(snapshot, inherited, order, value, count_entries(value), &list);
+	if (!list.targets || !named ||
+	    !parse_visible(snapshot, inherited, order, value, count_entries(value), &list)) {
+		free(list.targets);
+		free(named);
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+	}
 
 	describe_visible(snapshot, value, &list, order, rules);
 	if (list.order == ORDER_PCI_GUESSED && list.target_count > 0)
@@ -1133,12 +1152,13 @@ static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
 	for (size_t i = 0; i < list.target_count; i++)
 		mark_named(snapshot, list.targets[i], named);
 	for (size_t i = 0; i < snapshot->count; i++)
-		if (is_nvidia(&snapshot->devices[i]) && !(named && named[i]))
+		if (is_nvidia(&snapshot->devices[i]) && !named[i])
 			mask_out(mask, i, GPURUN_MASK_NOT_VISIBLE);
 	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0)
 		explain_nothing_visible(snapshot, value, &list, named, why);
 	free(list.targets);
 	free(named);
+	return 0;
 }
 
 void gpurun_inherited_read(struct gpurun_inherited *inherited)
@@ -1166,6 +1186,7 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
 	size_t room = snapshot->count ? snapshot->count : 1;
 	struct text rules, why, warning;
 	size_t selectable = 0;
+	int status;
 
 	gpurun_mask_free(mask);
 	mask->allowed = calloc(room, sizeof(*mask->allowed));
@@ -1188,11 +1209,20 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
 		selectable += !parent;
 	}
 
-	/* Every variable is described, also after one of them has left nothing. */
+	/* Every variable is described, also after one of them has left nothing. Out of memory is
+	 * an error: a mask it cut short would be a verdict on GPUs that no rule left out. */
 	apply_container(snapshot, inherited->nvidia_visible_devices, mask, &rules, &why);
-	apply_slurm(snapshot, inherited, mask, &rules, &why);
-	apply_cuda_visible(snapshot, inherited, order, mask, &rules, &why, &warning);
-	apply_rocr_visible(snapshot, inherited->rocr_visible_devices, mask, &rules, &why);
+	status = apply_slurm(snapshot, inherited, mask, &rules, &why, err);
+	if (status == 0)
+		status = apply_cuda_visible(snapshot, inherited, order, mask, &rules, &why, &warning,
+					    err);
+	if (status == 0)
+		status = apply_rocr_visible(snapshot, inherited->rocr_visible_devices, mask, &rules,
+					    &why, err);
+	if (status != 0) {
+		gpurun_mask_free(mask);
+		return status;
+	}
 
 	for (size_t i = 0; i < snapshot->count; i++)
 		mask->allowed_count += mask->allowed[i];
