@@ -163,7 +163,10 @@ $(B)/bench/%: bench/%.c bench/timing.h $(B)/libgpurun.a
 
 $(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun-internal.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun-internal.a -lcmocka $(LDLIBS_GPURUN)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(UNIT_LDFLAGS) -o $@ $< $(B)/libgpurun-internal.a -lcmocka $(LDLIBS_GPURUN)
+
+# visible_test fails the library's allocations one at a time (out of memory is an error, not a mask).
+$(B)/tests/visible_test: UNIT_LDFLAGS = -Wl,--wrap=calloc -Wl,--wrap=malloc
 
 # ---- targets people run ------------------------------------------------------------------
 # `make VALGRIND=1 check`: the unit tests, and every gpurun the integration tests start, run under

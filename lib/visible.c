@@ -57,7 +57,7 @@ enum order_used {
 };
 
 /* One CUDA_VISIBLE_DEVICES value as CUDA reads it. */
-struct parse {
+struct visible_list {
 	bool integers;
 	size_t *targets;                /* snapshot positions, in the order the value names them */
 	size_t target_count;
@@ -77,7 +77,7 @@ struct text {
 };
 
 __attribute__((format(printf, 2, 3)))
-static void add(struct text *text, const char *fmt, ...)
+static void text_add(struct text *text, const char *fmt, ...)
 {
 	va_list args;
 	int written;
@@ -324,22 +324,22 @@ static long resolve_uuid(const struct gpurun_snapshot *snapshot, const char *tex
 
 /* ---- CUDA_VISIBLE_DEVICES ------------------------------------------------------------------ */
 
-static void stop_at(struct parse *parse, enum stop stop, const char *text, size_t length)
+static void stop_at(struct visible_list *list, enum stop stop, const char *text, size_t length)
 {
-	parse->stop = stop;
-	parse->stop_text = text;
-	parse->stop_length = length;
+	list->stop = stop;
+	list->stop_text = text;
+	list->stop_length = length;
 }
 
-static bool add_target(struct parse *parse, size_t position)
+static bool add_target(struct visible_list *list, size_t position)
 {
-	for (size_t i = 0; i < parse->target_count; i++) {
-		if (parse->targets[i] == position) {
-			parse->duplicate = true;
+	for (size_t i = 0; i < list->target_count; i++) {
+		if (list->targets[i] == position) {
+			list->duplicate = true;
 			return false;
 		}
 	}
-	parse->targets[parse->target_count++] = position;
+	list->targets[list->target_count++] = position;
 	return true;
 }
 
@@ -369,10 +369,10 @@ static bool uuid_written_twice(const char *value)
 }
 
 static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *value,
-			struct parse *parse)
+			struct visible_list *list)
 {
 	if (uuid_written_twice(value)) {
-		parse->duplicate = true;
+		list->duplicate = true;
 		return;
 	}
 	for (const char *entry = value;;) {
@@ -384,16 +384,16 @@ static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *valu
 			unsigned long long number;
 			bool negative;
 
-			stop_at(parse, read_integer(entry, length, &number, &negative)
+			stop_at(list, read_integer(entry, length, &number, &negative)
 					       ? STOP_OTHER_KIND : STOP_INVALID, entry, length);
 			return;
 		}
 		position = resolve_uuid(snapshot, entry, length, &stop);
 		if (position < 0) {
-			stop_at(parse, stop, entry, length);
+			stop_at(list, stop, entry, length);
 			return;
 		}
-		if (!add_target(parse, (size_t)position))
+		if (!add_target(list, (size_t)position))
 			return;
 		if (entry[length] == '\0')
 			return;
@@ -401,137 +401,208 @@ static void parse_uuids(const struct gpurun_snapshot *snapshot, const char *valu
 	}
 }
 
+/* An integer entry: its number, and where the value writes it (a message quotes the entry that
+ * ended the list). */
+struct integer_entry {
+	unsigned long long number;
+	const char *text;
+	size_t length;
+};
+
+static bool number_read_before(const struct integer_entry *entries, size_t count,
+			       unsigned long long number)
+{
+	for (size_t i = 0; i < count; i++)
+		if (entries[i].number == number)
+			return true;
+	return false;
+}
+
+/* Reads the integer entries up to the first that ends the list (list->stop says which, and
+ * why) and returns how many there are. The syntax first, the devices later: a repeated index
+ * empties the list even when an index between the two is past the last GPU (PyTorch's reading
+ * of the driver). */
+static size_t read_integer_entries(const char *value, struct integer_entry *entries,
+				   struct visible_list *list)
+{
+	size_t count = 0;
+
+	for (const char *entry = value;;) {
+		size_t length = strcspn(entry, ",");
+		unsigned long long number;
+		bool negative;
+
+		if (!read_integer(entry, length, &number, &negative)) {
+			stop_at(list, is_uuid_entry(entry, length) ? STOP_OTHER_KIND : STOP_INVALID,
+				entry, length);
+			return count;
+		}
+		if (negative) {
+			stop_at(list, STOP_NEGATIVE, entry, length);
+			return count;
+		}
+		if (number_read_before(entries, count, number)) {
+			list->duplicate = true;
+			return count;
+		}
+		entries[count++] = (struct integer_entry){ number, entry, length };
+		if (entry[length] == '\0')
+			return count;
+		entry += length + 1;
+	}
+}
+
+/* How CUDA numbers the GPUs: in PCI order when asked to, or when the GPUs are all alike; else
+ * fastest first, which only the driver can tell (PCI order is then a guess). */
+static enum order_used order_to_read(const struct gpurun_snapshot *snapshot,
+				     const struct gpurun_inherited *inherited)
+{
+	if (inherited->cuda_device_order && strcmp(inherited->cuda_device_order, "PCI_BUS_ID") == 0)
+		return ORDER_PCI_ASKED;
+	return gpurun_cuda_order_may_differ(snapshot) ? ORDER_PCI_GUESSED : ORDER_PCI_SAME_MODEL;
+}
+
+/* Asks the driver which devices it shows for the entries, written as plain numbers. False
+ * when out of memory. */
+static bool ask_driver(const struct integer_entry *entries, size_t count,
+		       struct gpurun_cuda_order *order)
+{
+	char *written = calloc(count, 24);      /* 20 digits and a comma per entry */
+	struct text text = { written, count * 24, 0 };
+
+	if (!written)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		text_add(&text, "%s%llu", i ? "," : "", entries[i].number);
+	gpurun_cuda_order_read(written, CUDA_ORDER_TIMEOUT_S, order);
+	order->asked = true;
+	free(written);
+	return true;
+}
+
+/* Whether the driver's answer can place the entries. A driver that shows more devices than
+ * were asked for did not apply the list: its failure then says so. */
+static bool driver_answer_fits(struct gpurun_cuda_order *order, size_t count)
+{
+	if (!order->answered)
+		return false;
+	if (order->count > count) {
+		snprintf(order->failure, sizeof(order->failure),
+			 "the CUDA driver showed %zu devices for %zu entries", order->count, count);
+		return false;
+	}
+	return true;
+}
+
+/* The device whose UUID the driver reported. The answer writes "GPU-" before every UUID, a MIG
+ * instance's too, so the prefix is not compared. */
+static long nvidia_with_uuid(const struct gpurun_snapshot *snapshot, const char *uuid)
+{
+	for (size_t i = 0; i < snapshot->count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[i];
+
+		if (is_nvidia(device) && strlen(device->uuid) > 4 &&
+		    strcasecmp(device->uuid + 4, uuid + 4) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
 /* Places the integers through the driver's answer: the devices it showed, which an integer
  * names as a whole GPU even where the driver showed one of its MIG instances. The answer has
- * no more devices than the `asked` entries (parse_integers checks). */
+ * no more devices than the entries (driver_answer_fits checks). */
 static void place_by_driver(const struct gpurun_snapshot *snapshot,
-			    const struct gpurun_cuda_order *order, size_t asked, struct parse *parse)
+			    const struct gpurun_cuda_order *order, const struct integer_entry *entries,
+			    size_t count, struct visible_list *list)
 {
-	for (size_t k = 0; k < order->count && parse->target_count < asked; k++) {
-		const char *hex = order->uuids[k] + 4;
-		long found = -1;
+	for (size_t k = 0; k < order->count && list->target_count < count; k++) {
+		long found = nvidia_with_uuid(snapshot, order->uuids[k]);
 
-		for (size_t i = 0; i < snapshot->count && found < 0; i++) {
-			const struct gpurun_device *device = &snapshot->devices[i];
-
-			if (is_nvidia(device) && strlen(device->uuid) > 4 &&
-			    strcasecmp(device->uuid + 4, hex) == 0)
-				found = (long)i;
-		}
 		if (found < 0) {
-			parse->driver_unmatched++;
+			list->driver_unmatched++;
 			continue;
 		}
 		if (is_instance(&snapshot->devices[found]))
 			found = physical_with_index(snapshot,
 						    (unsigned long long)snapshot->devices[found].mig_parent);
 		if (found >= 0)
-			add_target(parse, (size_t)found);
+			add_target(list, (size_t)found);
 	}
-	parse->duplicate = false;       /* the driver already applied CUDA's rules */
+	list->duplicate = false;        /* the driver already applied CUDA's rules */
+	/* Which entry a missing device came from, the answer does not say. */
+	if (list->target_count < count && list->driver_unmatched == 0)
+		stop_at(list, STOP_NO_DEVICE, entries[list->target_count].text,
+			entries[list->target_count].length);
 }
 
-static void parse_integers(const struct gpurun_snapshot *snapshot,
-			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
-			   const char *value, size_t entry_count, struct parse *parse)
+/* Places the integers as NVML's indices, which are CUDA's in PCI order. */
+static void place_by_pci(const struct gpurun_snapshot *snapshot,
+			 const struct integer_entry *entries, size_t count, struct visible_list *list)
 {
-	unsigned long long *numbers = calloc(entry_count, sizeof(*numbers));
-	const char **texts = calloc(entry_count, sizeof(*texts));
-	size_t *lengths = calloc(entry_count, sizeof(*lengths));
-	size_t count = 0;
-
-	if (!numbers || !texts || !lengths)
-		goto done;
-	/* The syntax first, then the devices: a repeated index empties the list even when an
-	 * index between the two is past the last GPU (PyTorch's reading of the driver). */
-	for (const char *entry = value;;) {
-		size_t length = strcspn(entry, ",");
-		bool negative;
-
-		if (!read_integer(entry, length, &numbers[count], &negative)) {
-			stop_at(parse, is_uuid_entry(entry, length) ? STOP_OTHER_KIND : STOP_INVALID,
-				entry, length);
-			break;
-		}
-		if (negative) {
-			stop_at(parse, STOP_NEGATIVE, entry, length);
-			break;
-		}
-		for (size_t i = 0; i < count; i++)
-			if (numbers[i] == numbers[count])
-				parse->duplicate = true;
-		if (parse->duplicate)
-			goto done;
-		texts[count] = entry;
-		lengths[count++] = length;
-		if (entry[length] == '\0')
-			break;
-		entry += length + 1;
-	}
-	if (count == 0)
-		goto done;
-
-	bool pci = inherited->cuda_device_order &&
-		   strcmp(inherited->cuda_device_order, "PCI_BUS_ID") == 0;
-	parse->order = pci ? ORDER_PCI_ASKED : ORDER_PCI_SAME_MODEL;
-	if (!pci && gpurun_cuda_order_may_differ(snapshot)) {
-		parse->order = ORDER_PCI_GUESSED;
-		if (order && !order->asked) {
-			char *list = calloc(count, 24);
-			struct text text = { list, count * 24, 0 };
-
-			for (size_t i = 0; list && i < count; i++)
-				add(&text, "%s%llu", i ? "," : "", numbers[i]);
-			if (list)
-				gpurun_cuda_order_read(list, CUDA_ORDER_TIMEOUT_S, order);
-			else
-				snprintf(order->failure, sizeof(order->failure), "out of memory");
-			order->asked = true;
-			free(list);
-		}
-		/* A driver that shows more devices than were asked for did not apply the list:
-		 * its answer cannot place them. */
-		if (order && order->answered && order->count > count)
-			snprintf(order->failure, sizeof(order->failure),
-				 "the CUDA driver showed %zu devices for %zu entries", order->count,
-				 count);
-		if (order && order->answered && order->count <= count) {
-			parse->order = ORDER_DRIVER;
-			place_by_driver(snapshot, order, count, parse);
-			/* Which entry a missing device came from, the answer does not say. */
-			if (parse->target_count < count && parse->driver_unmatched == 0)
-				stop_at(parse, STOP_NO_DEVICE, texts[parse->target_count],
-					lengths[parse->target_count]);
-			goto done;
-		}
-	}
 	for (size_t i = 0; i < count; i++) {
-		long position = physical_with_index(snapshot, numbers[i]);
+		long position = physical_with_index(snapshot, entries[i].number);
 
 		if (position < 0) {
-			stop_at(parse, STOP_NO_DEVICE, texts[i], lengths[i]);
-			break;
+			stop_at(list, STOP_NO_DEVICE, entries[i].text, entries[i].length);
+			return;
 		}
-		add_target(parse, (size_t)position);
+		add_target(list, (size_t)position);
 	}
-done:
-	free(numbers);
-	free(texts);
-	free(lengths);
 }
 
-/* Reads the value as CUDA does. parse->targets must have room for one per entry. */
-static void parse_visible(const struct gpurun_snapshot *snapshot,
-			  const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
-			  const char *value, size_t entry_count, struct parse *parse)
+/* Places the integers in CUDA's order, asking the driver for it where only the driver knows.
+ * False when out of memory. */
+static bool place_integers(const struct gpurun_snapshot *snapshot,
+			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
+			   const struct integer_entry *entries, size_t count,
+			   struct visible_list *list)
 {
-	parse->integers = !is_uuid_entry(value, strlen(value));
-	if (parse->integers)
-		parse_integers(snapshot, inherited, order, value, entry_count, parse);
-	else
-		parse_uuids(snapshot, value, parse);
-	if (parse->duplicate)
-		parse->target_count = 0;
+	list->order = order_to_read(snapshot, inherited);
+	if (list->order == ORDER_PCI_GUESSED && order) {
+		if (!order->asked && !ask_driver(entries, count, order))
+			return false;
+		if (driver_answer_fits(order, count)) {
+			list->order = ORDER_DRIVER;
+			place_by_driver(snapshot, order, entries, count, list);
+			return true;
+		}
+	}
+	place_by_pci(snapshot, entries, count, list);
+	return true;
+}
+
+/* Reads the integer entries and places them in CUDA's order. False when out of memory. */
+static bool parse_integers(const struct gpurun_snapshot *snapshot,
+			   const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
+			   const char *value, size_t entry_count, struct visible_list *list)
+{
+	struct integer_entry *entries = calloc(entry_count, sizeof(*entries));
+	size_t count;
+	bool placed = true;
+
+	if (!entries)
+		return false;
+	count = read_integer_entries(value, entries, list);
+	if (count > 0 && !list->duplicate)
+		placed = place_integers(snapshot, inherited, order, entries, count, list);
+	free(entries);
+	return placed;
+}
+
+/* Reads the value as CUDA does. list->targets must have room for one per entry. False when
+ * out of memory. */
+static bool parse_visible(const struct gpurun_snapshot *snapshot,
+			  const struct gpurun_inherited *inherited, struct gpurun_cuda_order *order,
+			  const char *value, size_t entry_count, struct visible_list *list)
+{
+	list->integers = !is_uuid_entry(value, strlen(value));
+	if (!list->integers)
+		parse_uuids(snapshot, value, list);
+	else if (!parse_integers(snapshot, inherited, order, value, entry_count, list))
+		return false;
+	if (list->duplicate)
+		list->target_count = 0;
+	return true;
 }
 
 /* Marks the devices a named device stands for: itself, and a MIG-enabled GPU's instances (it
@@ -558,25 +629,25 @@ static size_t instance_count(const struct gpurun_snapshot *snapshot, int parent)
 	return count;
 }
 
-static void describe_targets(const struct gpurun_snapshot *snapshot, const struct parse *parse,
-			     struct text *rules)
+static void describe_targets(const struct gpurun_snapshot *snapshot,
+			     const struct visible_list *list, struct text *rules)
 {
 	char label[64];
 
-	if (parse->target_count == 0) {
-		add(rules, "no GPU");
+	if (list->target_count == 0) {
+		text_add(rules, "no GPU");
 		return;
 	}
-	for (size_t i = 0; i < parse->target_count; i++) {
-		const struct gpurun_device *device = &snapshot->devices[parse->targets[i]];
+	for (size_t i = 0; i < list->target_count; i++) {
+		const struct gpurun_device *device = &snapshot->devices[list->targets[i]];
 
 		gpurun_device_label(device, label, sizeof(label));
-		add(rules, "%s%s", i ? ", " : "", label);
+		text_add(rules, "%s%s", i ? ", " : "", label);
 		if (device->mig_enabled)
-			add(rules, " (MIG %s: its %zu instance%s)",
-			    device->mig_mode_unknown ? "mode unknown" : "enabled",
-			    instance_count(snapshot, device->index),
-			    instance_count(snapshot, device->index) == 1 ? "" : "s");
+			text_add(rules, " (MIG %s: its %zu instance%s)",
+				 device->mig_mode_unknown ? "mode unknown" : "enabled",
+				 instance_count(snapshot, device->index),
+				 instance_count(snapshot, device->index) == 1 ? "" : "s");
 	}
 }
 
@@ -599,29 +670,29 @@ static const char *stop_reason(enum stop stop, bool integers)
 	}
 }
 
-static void describe_order(const struct parse *parse, const struct gpurun_cuda_order *order,
+static void describe_order(const struct visible_list *list, const struct gpurun_cuda_order *order,
 			   struct text *rules)
 {
-	switch (parse->order) {
+	switch (list->order) {
 	case ORDER_PCI_ASKED:
-		add(rules, "; indices in PCI order (CUDA_DEVICE_ORDER=PCI_BUS_ID)");
+		text_add(rules, "; indices in PCI order (CUDA_DEVICE_ORDER=PCI_BUS_ID)");
 		break;
 	case ORDER_PCI_SAME_MODEL:
-		add(rules, "; indices in PCI order (the GPUs are all one model, so CUDA's "
-			   "fastest-first order is the same)");
+		text_add(rules, "; indices in PCI order (the GPUs are all one model, so CUDA's "
+				"fastest-first order is the same)");
 		break;
 	case ORDER_DRIVER:
-		add(rules, "; indices in CUDA's order as the CUDA driver reports it (the GPUs differ "
-			   "in model and CUDA_DEVICE_ORDER is not PCI_BUS_ID)");
-		if (parse->driver_unmatched)
-			add(rules, "; %zu device%s the driver shows %s not in NVML's list",
-			    parse->driver_unmatched, parse->driver_unmatched == 1 ? "" : "s",
-			    parse->driver_unmatched == 1 ? "is" : "are");
+		text_add(rules, "; indices in CUDA's order as the CUDA driver reports it (the GPUs differ "
+				"in model and CUDA_DEVICE_ORDER is not PCI_BUS_ID)");
+		if (list->driver_unmatched)
+			text_add(rules, "; %zu device%s the driver shows %s not in NVML's list",
+				 list->driver_unmatched, list->driver_unmatched == 1 ? "" : "s",
+				 list->driver_unmatched == 1 ? "is" : "are");
 		break;
 	case ORDER_PCI_GUESSED:
-		add(rules, "; indices assumed in PCI order: the GPUs differ in model and "
-			   "CUDA_DEVICE_ORDER is not PCI_BUS_ID, but %s",
-		    order && order->asked ? order->failure : "the CUDA driver was not asked");
+		text_add(rules, "; indices assumed in PCI order: the GPUs differ in model and "
+				"CUDA_DEVICE_ORDER is not PCI_BUS_ID, but %s",
+			 order && order->asked ? order->failure : "the CUDA driver was not asked");
 		break;
 	}
 }
@@ -635,7 +706,7 @@ static bool is_mig_verdict(enum gpurun_mask_verdict verdict)
 
 /* The first rule that leaves a device out names the reason. A MIG-enabled GPU is never chosen
  * itself, but only a rule leaves it out of the job altogether: that verdict replaces its own. */
-static void exclude(struct gpurun_mask *mask, size_t position, enum gpurun_mask_verdict verdict)
+static void mask_out(struct gpurun_mask *mask, size_t position, enum gpurun_mask_verdict verdict)
 {
 	if (mask->verdicts[position] == GPURUN_MASK_ALLOWED || is_mig_verdict(mask->verdicts[position]))
 		mask->verdicts[position] = verdict;
@@ -643,12 +714,12 @@ static void exclude(struct gpurun_mask *mask, size_t position, enum gpurun_mask_
 }
 
 /* Leaves out every device of the vendor, for the same reason. */
-static void exclude_vendor(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor,
-			   struct gpurun_mask *mask, enum gpurun_mask_verdict verdict)
+static void mask_out_vendor(const struct gpurun_snapshot *snapshot, enum gpurun_vendor vendor,
+			    struct gpurun_mask *mask, enum gpurun_mask_verdict verdict)
 {
 	for (size_t i = 0; i < snapshot->count; i++)
 		if (snapshot->devices[i].vendor == vendor)
-			exclude(mask, i, verdict);
+			mask_out(mask, i, verdict);
 }
 
 static size_t allowed_of(const struct gpurun_snapshot *snapshot, const struct gpurun_mask *mask,
@@ -713,30 +784,30 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 	if (!value)
 		return;
 	if (strcmp(value, "void") == 0) {
-		add(rules, "NVIDIA_VISIBLE_DEVICES=void: the container runtime injected nothing "
-			   "itself (with CDI the GPUs came in by CDI); nothing to apply\n");
+		text_add(rules, "NVIDIA_VISIBLE_DEVICES=void: the container runtime injected nothing "
+				"itself (with CDI the GPUs came in by CDI); nothing to apply\n");
 		return;
 	}
 	if (strcmp(value, "none") == 0) {
-		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: the container was given no GPU: no GPU\n",
-		    value);
-		exclude_vendor(snapshot, GPURUN_VENDOR_NVIDIA, mask, GPURUN_MASK_NO_GPU);
+		text_add(rules, "NVIDIA_VISIBLE_DEVICES=%s: the container was given no GPU: no GPU\n",
+			 value);
+		mask_out_vendor(snapshot, GPURUN_VENDOR_NVIDIA, mask, GPURUN_MASK_NO_GPU);
 		if (before > 0)
-			add(why, "NVIDIA_VISIBLE_DEVICES=%s: this container was given no GPU", value);
+			text_add(why, "NVIDIA_VISIBLE_DEVICES=%s: this container was given no GPU", value);
 		return;
 	}
 	if (value[0] == '\0' || strcmp(value, "all") == 0) {
-		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: %s\n", value,
-		    value[0] ? "every GPU of the container" : "not a GPU container; nothing to apply");
+		text_add(rules, "NVIDIA_VISIBLE_DEVICES=%s: %s\n", value,
+			 value[0] ? "every GPU of the container" : "not a GPU container; nothing to apply");
 		return;
 	}
 	if (!all_uuids(value)) {
-		add(rules, "NVIDIA_VISIBLE_DEVICES=%s: applied by the container runtime when the "
-			   "container started (host indices; NVML numbers the GPUs it let in from 0)\n",
-		    value);
+		text_add(rules, "NVIDIA_VISIBLE_DEVICES=%s: applied by the container runtime when the "
+				"container started (host indices; NVML numbers the GPUs it let in from 0)\n",
+			 value);
 		return;
 	}
-	add(rules, "NVIDIA_VISIBLE_DEVICES=%s: only the GPUs with those UUIDs\n", value);
+	text_add(rules, "NVIDIA_VISIBLE_DEVICES=%s: only the GPUs with those UUIDs\n", value);
 	for (size_t i = 0; i < snapshot->count; i++) {
 		const struct gpurun_device *device = &snapshot->devices[i];
 		long parent = is_instance(device)
@@ -745,52 +816,51 @@ static void apply_container(const struct gpurun_snapshot *snapshot, const char *
 		if (!is_nvidia(device) || listed_exactly(value, device->uuid) ||
 		    (parent >= 0 && listed_exactly(value, snapshot->devices[parent].uuid)))
 			continue;
-		exclude(mask, i, GPURUN_MASK_OUTSIDE_CONTAINER);
+		mask_out(mask, i, GPURUN_MASK_OUTSIDE_CONTAINER);
 	}
 	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0) {
 		char shown[96];
 
-		add(why, "NVIDIA_VISIBLE_DEVICES=%s names no GPU this process sees",
-		    quoted(value, shown, sizeof(shown)));
+		text_add(why, "NVIDIA_VISIBLE_DEVICES=%s names no GPU this process sees",
+			 quoted(value, shown, sizeof(shown)));
 	}
 }
 
 /* ROCr's variable: a mask on the AMD GPUs, in ROCr's numbering or by UUID (vendor.c reads it). */
-static void apply_rocr_visible(const struct gpurun_snapshot *snapshot, const char *value,
-			       struct gpurun_mask *mask, struct text *rules, struct text *why)
+static int apply_rocr_visible(const struct gpurun_snapshot *snapshot, const char *value,
+			      struct gpurun_mask *mask, struct text *rules, struct text *why,
+			      struct gpurun_error *err)
 {
 	size_t before = allowed_of(snapshot, mask, GPURUN_VENDOR_AMD);
 	bool *named;
 	char shown[96];
 
 	if (!value || gpus_of(snapshot, GPURUN_VENDOR_AMD) == 0)
-		return;
+		return 0;
 	named = malloc(snapshot->count * sizeof(*named));
-	if (!named) {
-		/* Out of memory: no AMD GPU, never one the variable left out. */
-		exclude_vendor(snapshot, GPURUN_VENDOR_AMD, mask, GPURUN_MASK_NOT_IN_ROCR);
-		return;
-	}
+	if (!named)
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	for (size_t i = 0; i < snapshot->count; i++)
 		named[i] = true;
 	gpurun_rocr_visible_mask(snapshot, value, named);
 	value = quoted(value, shown, sizeof(shown));
-	add(rules, "ROCR_VISIBLE_DEVICES=%s (inherited): AMD GPU", value);
+	text_add(rules, "ROCR_VISIBLE_DEVICES=%s (inherited): AMD GPU", value);
 	size_t listed = 0;
 	for (size_t i = 0; i < snapshot->count; i++) {
 		if (snapshot->devices[i].vendor != GPURUN_VENDOR_AMD)
 			continue;
 		if (named[i])
-			add(rules, "%s %d", listed++ ? "," : "", snapshot->devices[i].index);
+			text_add(rules, "%s %d", listed++ ? "," : "", snapshot->devices[i].index);
 		else
-			exclude(mask, i, GPURUN_MASK_NOT_IN_ROCR);
+			mask_out(mask, i, GPURUN_MASK_NOT_IN_ROCR);
 	}
-	add(rules, "%s\n", listed ? "" : "s: none");
+	text_add(rules, "%s\n", listed ? "" : "s: none");
 	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) == 0)
-		add(why, "%sROCR_VISIBLE_DEVICES%s%s %s", why->used ? "; " : "", *value ? "=" : "",
-		    value, !*value ? "is empty" : listed ? "names no AMD GPU the other variables allow"
-							  : "names no AMD GPU");
+		text_add(why, "%sROCR_VISIBLE_DEVICES%s%s %s", why->used ? "; " : "", *value ? "=" : "",
+			 value, !*value ? "is empty" : listed ? "names no AMD GPU the other variables allow"
+							       : "names no AMD GPU");
 	free(named);
+	return 0;
 }
 
 /* Slurm's node-global indices of the GPUs it allocated ("0,2"); false when it is not a list. */
@@ -828,164 +898,267 @@ static enum gpurun_vendor slurm_vendor(const struct gpurun_snapshot *snapshot)
 	return GPURUN_VENDOR_AMD;
 }
 
+/* A Slurm allocation: the step's GPUs, else the job's. */
+struct slurm_allocation {
+	const char *name;               /* the variable that gives it */
+	const char *value;              /* NULL: neither variable is set */
+	const char *what;               /* what the variable is, as --explain says */
+	enum gpurun_vendor vendor;      /* whose GPUs Slurm numbers here */
+	bool is_list;                   /* else the value is not a list of GPU indices */
+	unsigned long long *indices;
+	size_t count;
+};
+
+/* Which variable gives the allocation, what it is, and its indices. False when out of memory. */
+static bool read_slurm_allocation(const struct gpurun_snapshot *snapshot,
+				  const struct gpurun_inherited *inherited,
+				  struct slurm_allocation *allocation)
+{
+	bool step = inherited->slurm_step_gpus != NULL;
+
+	*allocation = (struct slurm_allocation){
+		.name = step ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS",
+		.value = step ? inherited->slurm_step_gpus : inherited->slurm_job_gpus,
+		.what = step ? "the Slurm step's GPUs" : "the Slurm job's GPUs",
+		.vendor = slurm_vendor(snapshot),
+	};
+	if (!allocation->value)
+		return true;
+	allocation->indices = calloc(count_entries(allocation->value), sizeof(*allocation->indices));
+	if (!allocation->indices)
+		return false;
+	allocation->is_list = read_slurm_list(allocation->value, allocation->indices,
+					      &allocation->count);
+	return true;
+}
+
+/* A value gpurun cannot read leaves no GPU: any other reading might leave the allocation. */
+static void apply_slurm_unreadable(const struct gpurun_snapshot *snapshot,
+				   const struct slurm_allocation *allocation, struct gpurun_mask *mask,
+				   struct text *rules, struct text *why)
+{
+	size_t before = allowed_of(snapshot, mask, allocation->vendor);
+
+	text_add(rules, "%s=%s (%s) is not a list of GPU indices: no GPU, to stay inside the "
+			"allocation\n", allocation->name, allocation->value, allocation->what);
+	mask_out_vendor(snapshot, allocation->vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
+	if (before > 0)
+		text_add(why, "%s=%s is not a list of GPU indices", allocation->name, allocation->value);
+}
+
+/* On a machine with MIG, Slurm numbers MIG instances and names them by UUID in
+ * CUDA_VISIBLE_DEVICES, which then limits: without it, nothing says which GPUs are the job's. */
+static void apply_slurm_mig(const struct gpurun_snapshot *snapshot,
+			    const struct gpurun_inherited *inherited,
+			    const struct slurm_allocation *allocation, struct gpurun_mask *mask,
+			    struct text *rules, struct text *why)
+{
+	size_t before = allowed_of(snapshot, mask, allocation->vendor);
+
+	if (inherited->cuda_visible_devices) {
+		text_add(rules, "%s=%s (%s): not applied: on a machine with MIG, Slurm numbers MIG "
+				"instances, which it names by UUID in CUDA_VISIBLE_DEVICES\n",
+			 allocation->name, allocation->value, allocation->what);
+		return;
+	}
+	text_add(rules, "%s=%s (%s): on a machine with MIG, Slurm numbers MIG instances, and "
+			"CUDA_VISIBLE_DEVICES, which would name them, is not set: no GPU, to stay "
+			"inside the allocation\n", allocation->name, allocation->value, allocation->what);
+	mask_out_vendor(snapshot, allocation->vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
+	if (before > 0)
+		text_add(why, "%s=%s numbers MIG instances, and CUDA_VISIBLE_DEVICES, which would name "
+			      "them, is not set", allocation->name, allocation->value);
+}
+
+/* No more GPUs seen than allocated: the job is confined to its own GPUs (cgroup devices), which
+ * it sees renumbered from 0, so the indices cannot be compared, and need not be. */
+static void apply_slurm_confined(const struct gpurun_snapshot *snapshot,
+				 const struct slurm_allocation *allocation, struct text *rules)
+{
+	size_t seen = gpus_of(snapshot, allocation->vendor);
+
+	text_add(rules, "%s=%s (%s): this process sees %zu GPU%s and %zu %s allocated: a confined "
+			"job sees only its own GPUs (renumbered from 0), so every GPU seen is in the "
+			"allocation\n", allocation->name, allocation->value, allocation->what, seen,
+		 seen == 1 ? "" : "s", allocation->count, allocation->count == 1 ? "is" : "are");
+}
+
+/* Whether the allocation holds the device (a MIG instance: its GPU). */
+static bool slurm_allocated(const struct gpurun_snapshot *snapshot,
+			    const struct slurm_allocation *allocation, size_t position)
+{
+	const struct gpurun_device *device = &snapshot->devices[position];
+	int gpu = is_instance(device) ? device->mig_parent
+				      : gpurun_device_vendor_index(snapshot, position);
+
+	if (gpu < 0)
+		return false;
+	for (size_t k = 0; k < allocation->count; k++)
+		if (allocation->indices[k] == (unsigned long long)gpu)
+			return true;
+	return false;
+}
+
+/* Node-global indices: the vendor's GPUs of those indices, and their MIG instances. */
+static void apply_slurm_indices(const struct gpurun_snapshot *snapshot,
+				const struct slurm_allocation *allocation, struct gpurun_mask *mask,
+				struct text *rules, struct text *why)
+{
+	size_t before = allowed_of(snapshot, mask, allocation->vendor);
+
+	text_add(rules, "%s=%s (%s, node indices): ", allocation->name, allocation->value,
+		 allocation->what);
+	for (size_t i = 0; i < allocation->count; i++)
+		text_add(rules, "%s%s %llu", i ? ", " : "",
+			 allocation->vendor == GPURUN_VENDOR_AMD ? "AMD GPU" : "GPU",
+			 allocation->indices[i]);
+	text_add(rules, "%s\n", allocation->count ? "" : "no GPU");
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (snapshot->devices[i].vendor == allocation->vendor &&
+		    !slurm_allocated(snapshot, allocation, i))
+			mask_out(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
+	if (before > 0 && allowed_of(snapshot, mask, allocation->vendor) == 0)
+		text_add(why, "%s=%s: the Slurm allocation holds no GPU this process sees",
+			 allocation->name, allocation->value);
+}
+
 /* The allocation gpurun must never leave. Slurm's indices are node-global (gres.conf order,
  * which is PCI order with AutoDetect=nvml or /dev/nvidiaN listed in order); with cgroup device
  * confinement a job sees only its GPUs, renumbered from 0, and the indices cannot be compared,
  * but then every GPU it sees is its own. */
-static void apply_slurm(const struct gpurun_snapshot *snapshot,
-			const struct gpurun_inherited *inherited, struct gpurun_mask *mask,
-			struct text *rules, struct text *why)
+static int apply_slurm(const struct gpurun_snapshot *snapshot,
+		       const struct gpurun_inherited *inherited, struct gpurun_mask *mask,
+		       struct text *rules, struct text *why, struct gpurun_error *err)
 {
-	const char *name = inherited->slurm_step_gpus ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS";
-	const char *value = inherited->slurm_step_gpus ? inherited->slurm_step_gpus
-						       : inherited->slurm_job_gpus;
-	const char *what = inherited->slurm_step_gpus ? "the Slurm step's GPUs" : "the Slurm job's GPUs";
-	enum gpurun_vendor vendor = slurm_vendor(snapshot);
-	size_t seen = 0, allocated, before = allowed_of(snapshot, mask, vendor);
-	unsigned long long *indices;
+	struct slurm_allocation allocation;
 
-	if (!value) {
+	if (!read_slurm_allocation(snapshot, inherited, &allocation))
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
+	if (!allocation.value) {
 		if (inherited->slurm_job_id)
-			add(rules, "Slurm job %s has no GPU allocation (no SLURM_STEP_GPUS or "
-				   "SLURM_JOB_GPUS): gpurun cannot tell whether Slurm manages these "
-				   "GPUs; not limited\n", inherited->slurm_job_id);
-		return;
+			text_add(rules, "Slurm job %s has no GPU allocation (no SLURM_STEP_GPUS or "
+					"SLURM_JOB_GPUS): gpurun cannot tell whether Slurm manages "
+					"these GPUs; not limited\n", inherited->slurm_job_id);
+		return 0;
 	}
-	seen = gpus_of(snapshot, vendor);
-	if (vendor == GPURUN_VENDOR_NVIDIA && allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) > 0) {
-		add(rules, "%s=%s (%s): this node also has AMD GPUs, which Slurm's indices cannot be "
-			   "matched to: they are left out\n", name, value, what);
-		exclude_vendor(snapshot, GPURUN_VENDOR_AMD, mask, GPURUN_MASK_OUTSIDE_SLURM);
+	if (allocation.vendor == GPURUN_VENDOR_NVIDIA &&
+	    allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) > 0) {
+		text_add(rules, "%s=%s (%s): this node also has AMD GPUs, which Slurm's indices "
+				"cannot be matched to: they are left out\n", allocation.name,
+			 allocation.value, allocation.what);
+		mask_out_vendor(snapshot, GPURUN_VENDOR_AMD, mask, GPURUN_MASK_OUTSIDE_SLURM);
 	}
-	indices = calloc(count_entries(value), sizeof(*indices));
-	if (!indices || !read_slurm_list(value, indices, &allocated)) {
-		add(rules, "%s=%s (%s) is not a list of GPU indices: no GPU, to stay inside the "
-			   "allocation\n", name, value, what);
-		exclude_vendor(snapshot, vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
-		if (before > 0)
-			add(why, "%s=%s is not a list of GPU indices", name, value);
-		free(indices);
-		return;
-	}
-	if (allocated > 0 && vendor == GPURUN_VENDOR_NVIDIA && machine_has_mig(snapshot)) {
-		/* Slurm names MIG instances by UUID in CUDA_VISIBLE_DEVICES, which then limits. */
-		if (inherited->cuda_visible_devices) {
-			add(rules, "%s=%s (%s): not applied: on a machine with MIG, Slurm numbers MIG "
-				   "instances, which it names by UUID in CUDA_VISIBLE_DEVICES\n", name,
-			    value, what);
-		} else {
-			add(rules, "%s=%s (%s): on a machine with MIG, Slurm numbers MIG instances, "
-				   "and CUDA_VISIBLE_DEVICES, which would name them, is not set: no GPU, "
-				   "to stay inside the allocation\n", name, value, what);
-			exclude_vendor(snapshot, vendor, mask, GPURUN_MASK_OUTSIDE_SLURM);
-			if (before > 0)
-				add(why, "%s=%s numbers MIG instances, and CUDA_VISIBLE_DEVICES, which "
-					 "would name them, is not set", name, value);
-		}
-	} else if (allocated > 0 && seen <= allocated) {
-		add(rules, "%s=%s (%s): this process sees %zu GPU%s and %zu %s allocated: a confined "
-			   "job sees only its own GPUs (renumbered from 0), so every GPU seen is in the "
-			   "allocation\n", name, value, what, seen, seen == 1 ? "" : "s", allocated,
-		    allocated == 1 ? "is" : "are");
-	} else {
-		add(rules, "%s=%s (%s, node indices): ", name, value, what);
-		for (size_t i = 0; i < allocated; i++)
-			add(rules, "%s%s %llu", i ? ", " : "",
-			    vendor == GPURUN_VENDOR_AMD ? "AMD GPU" : "GPU", indices[i]);
-		add(rules, "%s\n", allocated ? "" : "no GPU");
-		for (size_t i = 0; i < snapshot->count; i++) {
-			const struct gpurun_device *device = &snapshot->devices[i];
-			int gpu = is_instance(device) ? device->mig_parent
-						      : gpurun_device_vendor_index(snapshot, i);
-			bool in = false;
-
-			if (device->vendor != vendor)
-				continue;
-			for (size_t k = 0; k < allocated && !in; k++)
-				in = gpu >= 0 && indices[k] == (unsigned long long)gpu;
-			if (!in)
-				exclude(mask, i, GPURUN_MASK_OUTSIDE_SLURM);
-		}
-		if (before > 0 && allowed_of(snapshot, mask, vendor) == 0)
-			add(why, "%s=%s: the Slurm allocation holds no GPU this process sees", name,
-			    value);
-	}
-	free(indices);
+	if (!allocation.is_list)
+		apply_slurm_unreadable(snapshot, &allocation, mask, rules, why);
+	else if (allocation.count > 0 && allocation.vendor == GPURUN_VENDOR_NVIDIA &&
+		 machine_has_mig(snapshot))
+		apply_slurm_mig(snapshot, inherited, &allocation, mask, rules, why);
+	else if (allocation.count > 0 && gpus_of(snapshot, allocation.vendor) <= allocation.count)
+		apply_slurm_confined(snapshot, &allocation, rules);
+	else
+		apply_slurm_indices(snapshot, &allocation, mask, rules, why);
+	free(allocation.indices);
+	return 0;
 }
 
-static void apply_cuda_visible(const struct gpurun_snapshot *snapshot,
-			       const struct gpurun_inherited *inherited,
-			       struct gpurun_cuda_order *order, struct gpurun_mask *mask,
-			       struct text *rules, struct text *why, struct text *warning)
+/* The line --explain shows for the value: the devices it names, where CUDA stops reading it,
+ * and how its indices are numbered. */
+static void describe_visible(const struct gpurun_snapshot *snapshot, const char *value,
+			     const struct visible_list *list, const struct gpurun_cuda_order *order,
+			     struct text *rules)
+{
+	text_add(rules, "CUDA_VISIBLE_DEVICES=%s (inherited): ", value);
+	if (list->duplicate) {
+		text_add(rules, "a GPU is named twice, and CUDA then shows no GPU");
+	} else {
+		describe_targets(snapshot, list, rules);
+		if (list->stop != STOP_NONE)
+			text_add(rules, "; the list ends at '%.*s' (%s): CUDA ignores it and all after it",
+				 (int)list->stop_length, list->stop_text,
+				 stop_reason(list->stop, list->integers));
+		if (list->integers && (list->target_count > 0 || list->stop == STOP_NO_DEVICE))
+			describe_order(list, order, rules);
+	}
+	text_add(rules, "\n");
+}
+
+/* Why the value leaves no GPU where the variables before it left some: its own reading, or
+ * what it names against what they allowed. */
+static void explain_nothing_visible(const struct gpurun_snapshot *snapshot, const char *value,
+				    const struct visible_list *list, const bool *named,
+				    struct text *why)
+{
+	char shown[96];
+	bool named_any = false;
+
+	for (size_t i = 0; i < snapshot->count; i++)
+		named_any |= named[i] && !snapshot->devices[i].mig_enabled;
+	value = quoted(value, shown, sizeof(shown));
+	if (list->duplicate)
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s names a GPU twice, and CUDA then shows no GPU",
+			 value);
+	else if (list->target_count == 0)
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s names no GPU: CUDA stops at its first entry "
+			      "'%.*s' (%s)", value, (int)list->stop_length, list->stop_text,
+			 stop_reason(list->stop, list->integers));
+	else if (!named_any)
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s names only MIG-enabled GPUs that have no MIG "
+			      "instance", value);
+	else
+		text_add(why, "CUDA_VISIBLE_DEVICES=%s and the allocation above have no GPU in "
+			      "common", value);
+}
+
+/* CUDA's own variable, read as the driver reads it (the comment at the top of this file). */
+static int apply_cuda_visible(const struct gpurun_snapshot *snapshot,
+			      const struct gpurun_inherited *inherited,
+			      struct gpurun_cuda_order *order, struct gpurun_mask *mask,
+			      struct text *rules, struct text *why, struct text *warning,
+			      struct gpurun_error *err)
 {
 	const char *value = inherited->cuda_visible_devices;
 	size_t before = allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA);
-	struct parse parse = { 0 };
+	struct visible_list list = { 0 };
 	bool *named;
 
 	if (!value) {
-		add(rules, "CUDA_VISIBLE_DEVICES is not set: every GPU\n");
-		return;
+		text_add(rules, "CUDA_VISIBLE_DEVICES is not set: every GPU\n");
+		return 0;
 	}
 	if (value[0] == '\0') {
-		add(rules, "CUDA_VISIBLE_DEVICES is empty: CUDA shows no GPU\n");
-		exclude_vendor(snapshot, GPURUN_VENDOR_NVIDIA, mask, GPURUN_MASK_NOT_VISIBLE);
+		text_add(rules, "CUDA_VISIBLE_DEVICES is empty: CUDA shows no GPU\n");
+		mask_out_vendor(snapshot, GPURUN_VENDOR_NVIDIA, mask, GPURUN_MASK_NOT_VISIBLE);
 		if (before > 0)
-			add(why, "CUDA_VISIBLE_DEVICES is empty, which gives a program no GPU");
-		return;
+			text_add(why, "CUDA_VISIBLE_DEVICES is empty, which gives a program no GPU");
+		return 0;
 	}
-	parse.targets = calloc(count_entries(value), sizeof(*parse.targets));
+	list.targets = calloc(count_entries(value), sizeof(*list.targets));
 	named = calloc(snapshot->count ? snapshot->count : 1, sizeof(*named));
-	if (parse.targets && named)
-		parse_visible(snapshot, inherited, order, value, count_entries(value), &parse);
-
-	add(rules, "CUDA_VISIBLE_DEVICES=%s (inherited): ", value);
-	if (parse.duplicate)
-		add(rules, "a GPU is named twice, and CUDA then shows no GPU");
-	else
-		describe_targets(snapshot, &parse, rules);
-	if (parse.stop != STOP_NONE && !parse.duplicate)
-		add(rules, "; the list ends at '%.*s' (%s): CUDA ignores it and all after it",
-		    (int)parse.stop_length, parse.stop_text, stop_reason(parse.stop, parse.integers));
-	if (parse.integers && !parse.duplicate && (parse.target_count > 0 ||
-						   parse.stop == STOP_NO_DEVICE))
-		describe_order(&parse, order, rules);
-	add(rules, "\n");
-	if (parse.order == ORDER_PCI_GUESSED && parse.target_count > 0)
-		add(warning, "CUDA_VISIBLE_DEVICES=%s: the GPUs differ in model and CUDA_DEVICE_ORDER "
-			     "is not PCI_BUS_ID, so CUDA may number them fastest first, and %s; "
-			     "reading the indices in PCI order (as nvidia-smi numbers GPUs). Set "
-			     "CUDA_DEVICE_ORDER=PCI_BUS_ID or use UUIDs to be sure", value,
-		    order && order->asked ? order->failure : "the CUDA driver was not asked");
-
-	for (size_t i = 0; i < parse.target_count; i++)
-		mark_named(snapshot, parse.targets[i], named);
-	for (size_t i = 0; i < snapshot->count; i++)
-		if (is_nvidia(&snapshot->devices[i]) && !(named && named[i]))
-			exclude(mask, i, GPURUN_MASK_NOT_VISIBLE);
-	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0) {
-		char shown[96];
-		bool named_any = false;
-
-		for (size_t i = 0; named && i < snapshot->count; i++)
-			named_any |= named[i] && !snapshot->devices[i].mig_enabled;
-		value = quoted(value, shown, sizeof(shown));
-		if (parse.duplicate)
-			add(why, "CUDA_VISIBLE_DEVICES=%s names a GPU twice, and CUDA then shows no GPU",
-			    value);
-		else if (parse.target_count == 0)
-			add(why, "CUDA_VISIBLE_DEVICES=%s names no GPU: CUDA stops at its first entry "
-				 "'%.*s' (%s)", value, (int)parse.stop_length, parse.stop_text,
-			    stop_reason(parse.stop, parse.integers));
-		else if (!named_any)
-			add(why, "CUDA_VISIBLE_DEVICES=%s names only MIG-enabled GPUs that have no MIG "
-				 "instance", value);
-		else
-			add(why, "CUDA_VISIBLE_DEVICES=%s and the allocation above have no GPU in "
-				 "common", value);
+	if (!list.targets || !named ||
+	    !parse_visible(snapshot, inherited, order, value, count_entries(value), &list)) {
+		free(list.targets);
+		free(named);
+		return gpurun_fail(err, GPURUN_EXIT_SOFTWARE, "out of memory");
 	}
-	free(parse.targets);
+
+	describe_visible(snapshot, value, &list, order, rules);
+	if (list.order == ORDER_PCI_GUESSED && list.target_count > 0)
+		text_add(warning, "CUDA_VISIBLE_DEVICES=%s: the GPUs differ in model and "
+				  "CUDA_DEVICE_ORDER is not PCI_BUS_ID, so CUDA may number them fastest "
+				  "first, and %s; reading the indices in PCI order (as nvidia-smi numbers "
+				  "GPUs). Set CUDA_DEVICE_ORDER=PCI_BUS_ID or use UUIDs to be sure", value,
+			 order && order->asked ? order->failure : "the CUDA driver was not asked");
+
+	for (size_t i = 0; i < list.target_count; i++)
+		mark_named(snapshot, list.targets[i], named);
+	for (size_t i = 0; i < snapshot->count; i++)
+		if (is_nvidia(&snapshot->devices[i]) && !named[i])
+			mask_out(mask, i, GPURUN_MASK_NOT_VISIBLE);
+	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_NVIDIA) == 0)
+		explain_nothing_visible(snapshot, value, &list, named, why);
+	free(list.targets);
 	free(named);
+	return 0;
 }
 
 void gpurun_inherited_read(struct gpurun_inherited *inherited)
@@ -1013,6 +1186,7 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
 	size_t room = snapshot->count ? snapshot->count : 1;
 	struct text rules, why, warning;
 	size_t selectable = 0;
+	int status;
 
 	gpurun_mask_free(mask);
 	mask->allowed = calloc(room, sizeof(*mask->allowed));
@@ -1035,11 +1209,20 @@ int gpurun_mask_apply(const struct gpurun_snapshot *snapshot,
 		selectable += !parent;
 	}
 
-	/* Every variable is described, also after one of them has left nothing. */
+	/* Every variable is described, also after one of them has left nothing. Out of memory is
+	 * an error: a mask it cut short would be a verdict on GPUs that no rule left out. */
 	apply_container(snapshot, inherited->nvidia_visible_devices, mask, &rules, &why);
-	apply_slurm(snapshot, inherited, mask, &rules, &why);
-	apply_cuda_visible(snapshot, inherited, order, mask, &rules, &why, &warning);
-	apply_rocr_visible(snapshot, inherited->rocr_visible_devices, mask, &rules, &why);
+	status = apply_slurm(snapshot, inherited, mask, &rules, &why, err);
+	if (status == 0)
+		status = apply_cuda_visible(snapshot, inherited, order, mask, &rules, &why, &warning,
+					    err);
+	if (status == 0)
+		status = apply_rocr_visible(snapshot, inherited->rocr_visible_devices, mask, &rules,
+					    &why, err);
+	if (status != 0) {
+		gpurun_mask_free(mask);
+		return status;
+	}
 
 	for (size_t i = 0; i < snapshot->count; i++)
 		mask->allowed_count += mask->allowed[i];

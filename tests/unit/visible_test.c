@@ -28,6 +28,35 @@ static struct gpurun_inherited inherited;
 static struct gpurun_mask mask;
 static struct gpurun_error error;
 
+/* The link wraps calloc and malloc (Makefile), for every object of the library: allocation
+ * number fail_at (from 0) fails, and allocation_failed says it did. -1 fails none. */
+void *__real_calloc(size_t count, size_t size);
+void *__real_malloc(size_t size);
+void *__wrap_calloc(size_t count, size_t size);
+void *__wrap_malloc(size_t size);
+
+static long fail_at = -1;
+static long allocations;
+static bool allocation_failed;
+
+static bool fail_this_one(void)
+{
+	if (fail_at < 0 || allocations++ != fail_at)
+		return false;
+	allocation_failed = true;
+	return true;
+}
+
+void *__wrap_calloc(size_t count, size_t size)
+{
+	return fail_this_one() ? NULL : __real_calloc(count, size);
+}
+
+void *__wrap_malloc(size_t size)
+{
+	return fail_this_one() ? NULL : __real_malloc(size);
+}
+
 static void set_device(int position, int index, const char *uuid, const char *name)
 {
 	gpurun_device_init_unknown(&devices[position]);
@@ -64,6 +93,7 @@ static int machine(void **state)
 static int cleanup(void **state)
 {
 	(void)state;
+	fail_at = -1;
 	gpurun_mask_free(&mask);
 	return 0;
 }
@@ -547,6 +577,54 @@ static void whole_gpus_go_first(void **state)
 	assert_int_equal(gpurun_visible_whole_first(&snapshot, candidates, 0), 0);
 }
 
+/* ---- out of memory ------------------------------------------------------------------------ */
+
+/* Applies the variables once with each allocation failing in turn, then with none failing, and
+ * returns how many allocations that last run made. */
+static long fail_each_allocation(struct gpurun_cuda_order *order)
+{
+	for (fail_at = 0;; fail_at++) {
+		int status;
+
+		allocations = 0;
+		allocation_failed = false;
+		memset(&error, 0, sizeof(error));
+		status = gpurun_mask_apply(&snapshot, &inherited, order, &mask, &error);
+		if (!allocation_failed) {
+			assert_int_equal(status, 0);
+			fail_at = -1;
+			return allocations;
+		}
+		if (status != GPURUN_EXIT_SOFTWARE)
+			fail_msg("allocation %ld failed, and the status is %d:\n%s", fail_at, status,
+				 mask.rules);
+		assert_string_equal(error.message, "out of memory");
+	}
+}
+
+/* Out of memory in any step is gpurun's failure (exit 70), never a mask that leaves GPUs out
+ * (which would say "names no GPU" and exit 75). */
+static void out_of_memory_is_an_error(void **state)
+{
+	struct gpurun_cuda_order order;
+
+	(void)state;
+	/* The mask's two, Slurm's indices, CUDA_VISIBLE_DEVICES's list, the devices it names and
+	 * its integer entries. */
+	inherited.slurm_step_gpus = "0,1,2";
+	inherited.cuda_visible_devices = "2,0";
+	assert_true(fail_each_allocation(NULL) >= 6);
+	inherited.cuda_visible_devices = "GPU-77," MIG0;
+	assert_true(fail_each_allocation(NULL) >= 5);
+	/* Integers placed through the driver's answer. */
+	mixed_models();
+	snprintf(answer[0], sizeof(answer[0]), "%s", UUID2);
+	order = answered(1);
+	inherited.cuda_visible_devices = "0";
+	assert_true(fail_each_allocation(&order) >= 6);
+	assert_rules_mention("CUDA's order as the CUDA driver reports it");
+}
+
 #define TEST(name) cmocka_unit_test_setup_teardown(name, machine, cleanup)
 
 int main(void)
@@ -580,6 +658,7 @@ int main(void)
 		TEST(container_all_empty_and_indices_are_not_applied_again),
 		TEST(container_uuids_limit),
 		TEST(whole_gpus_go_first),
+		TEST(out_of_memory_is_an_error),
 	};
 	size_t other_count = sizeof(others) / sizeof(others[0]);
 	struct CMUnitTest *tests = calloc(GRAMMAR_CASES + other_count, sizeof(*tests));
