@@ -144,10 +144,13 @@ static void availability(const struct gpurun_request *request, const struct gpur
 	if (device->mig_parent >= 0 && choice->last.mig_left_out > 0)
 		snprintf(reason, size, "available, but a job that needs several GPUs gets whole GPUs: "
 			 "CUDA shows a process only one MIG instance");
-	else if (choice->count == 0)
-		snprintf(reason, size, "available, but too few GPUs were (all or nothing)");
-	else
+	else if (choice->count > 0)
 		snprintf(reason, size, "available, not needed");
+	else if (!choice->last.measured || choice->last.waiting_ahead > 0)
+		snprintf(reason, size, "available, but %zu waiting ahead for the same GPUs come first",
+			 choice->last.waiting_ahead);
+	else
+		snprintf(reason, size, "available, but too few GPUs were (all or nothing)");
 }
 
 static void explain(const struct gpurun_request *request, struct gpurun_choice *choice)

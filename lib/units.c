@@ -23,11 +23,12 @@ static bool is_digit(char c)
  * inf or nan), and converts it times 10^-shift with one rounding, as strtod rounds the same
  * number: "30%" and "0.3" give one double. strtod reads the digits without their decimal point
  * and an exponent instead, so that a host program's LC_NUMERIC cannot change its reading.
- * Returns the text after the number, or NULL when there is none (or it is too long). */
+ * Returns the text after the number, or NULL when there is none (or it has more than
+ * DECIMAL_MAX digits from its first to its last that is not 0). */
 static const char *scan_decimal(const char *text, int shift, double *value)
 {
 	char digits[DECIMAL_MAX + 16] = "0";
-	size_t count = 0;
+	size_t count = 0, zeros = 0;    /* zeros after the last other digit, held back */
 	int exponent = -shift;
 	bool seen_point = false, seen_digit = false;
 	const char *s = text;
@@ -39,16 +40,22 @@ static const char *scan_decimal(const char *text, int shift, double *value)
 		}
 		seen_digit = true;
 		exponent -= seen_point;
-		if (count == 0 && *s == '0')
-			continue;       /* leading zeros: no precision, no room */
-		if (count == DECIMAL_MAX)
+		/* Leading zeros say nothing; trailing ones only scale: neither takes room. */
+		if (*s == '0') {
+			zeros += count > 0;
+			continue;
+		}
+		if (count + zeros >= DECIMAL_MAX)
 			return NULL;
+		memset(digits + count, '0', zeros);
+		count += zeros;
+		zeros = 0;
 		digits[count++] = *s;
 	}
 	if (!seen_digit)
 		return NULL;
 	count += count == 0;    /* all zeros: the "0" already there */
-	snprintf(digits + count, sizeof(digits) - count, "e%d", exponent);
+	snprintf(digits + count, sizeof(digits) - count, "e%d", exponent + (int)zeros);
 	*value = strtod(digits, NULL);
 	return s;
 }

@@ -844,17 +844,17 @@ static int apply_rocr_visible(const struct gpurun_snapshot *snapshot, const char
 		named[i] = true;
 	gpurun_rocr_visible_mask(snapshot, value, named);
 	value = quoted(value, shown, sizeof(shown));
-	text_add(rules, "ROCR_VISIBLE_DEVICES=%s (inherited): AMD GPU", value);
+	text_add(rules, "ROCR_VISIBLE_DEVICES=%s (inherited): ", value);
 	size_t listed = 0;
 	for (size_t i = 0; i < snapshot->count; i++) {
 		if (snapshot->devices[i].vendor != GPURUN_VENDOR_AMD)
 			continue;
 		if (named[i])
-			text_add(rules, "%s %d", listed++ ? "," : "", snapshot->devices[i].index);
+			text_add(rules, "%sAMD GPU %d", listed++ ? ", " : "", snapshot->devices[i].index);
 		else
 			mask_out(mask, i, GPURUN_MASK_NOT_IN_ROCR);
 	}
-	text_add(rules, "%s\n", listed ? "" : "s: none");
+	text_add(rules, "%s\n", listed ? "" : "no AMD GPU");
 	if (before > 0 && allowed_of(snapshot, mask, GPURUN_VENDOR_AMD) == 0)
 		text_add(why, "%sROCR_VISIBLE_DEVICES%s%s %s", why->used ? "; " : "", *value ? "=" : "",
 			 value, !*value ? "is empty" : listed ? "names no AMD GPU the other variables allow"

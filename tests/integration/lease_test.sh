@@ -363,6 +363,19 @@ expect_error "... and so is a waiter that --exclude keeps off GPU 1" 75 "0 waiti
 kill "$holder" "$head_waiter"
 wait "$holder" "$head_waiter" 2>/dev/null
 
+# A free GPU kept for a waiter ahead: --explain says so, not "too few" (one was enough).
+"$GPURUN" --exclude 1 sleep 600 &
+holder=$!
+check "one GPU held" await_print 1
+"$GPURUN" --wait --limit 2 --interval 30 true 2>/dev/null &
+head_waiter=$!
+await_tickets 1
+run "$GPURUN" --print --explain
+has_line "--explain: a free GPU kept for the waiter ahead says so" \
+	"^gpurun: GPU 1 \(.*\): available, but 1 waiting ahead for the same GPUs come first$"
+kill "$holder" "$head_waiter"
+wait "$holder" "$head_waiter" 2>/dev/null
+
 # --- a child forked while its parent waits keeps nothing of the wait ------------------------------
 # A program under the preload library may fork while one of its threads waits in
 # gpurun_acquire; the child's copy of the parent's ticket would keep the parent's place in line
