@@ -456,7 +456,11 @@ static const struct option_spec *find_option(const char *word, const char **inli
 					*inline_value = word + name_length + 1;
 				return option;
 			}
-		} else if (option->short_name && word[1] == option->short_name && word[2] == '\0') {
+		} else if (option->short_name && word[1] == option->short_name &&
+			   (word[2] == '\0' || word[2] == '=')) {
+			/* "-h=x" is -h with a value it does not take, not an unknown option. */
+			if (word[2] == '=')
+				*inline_value = word + 3;
 			return option;
 		}
 	}

@@ -752,6 +752,8 @@ static void flag_with_value_is_an_error(void **state)
 {
 	(void)state;
 	assert_usage(PARSE("--print=yes"), "option '--print' takes no value");
+	assert_usage(PARSE("-v=1", "true"), "option '--verbose' takes no value");
+	assert_usage(PARSE("-vh", "true"), "unknown option '-vh'");
 }
 
 static void first_error_is_reported(void **state)
