@@ -262,7 +262,7 @@ static int choose(const struct gpurun_request *request)
 		explain(request, &choice);
 	if (request->cpu_fallback && gpurun_cpu_fallback_applies(status)) {
 		fprintf(stderr, "gpurun: %s; running on the CPU (--cpu-fallback)\n", err.message);
-		if (request->action == GPURUN_PRINT) {
+		if (request->action == GPURUN_ACTION_PRINT) {
 			gpurun_choice_free(&choice);
 			puts("");
 			return flush_output();
@@ -285,7 +285,7 @@ static int choose(const struct gpurun_request *request)
 	if (request->verbose)
 		fprintf(stderr, "gpurun: chose %s after %u attempt%s\n", visible, choice.attempts_made,
 			choice.attempts_made == 1 ? "" : "s");
-	if (request->action == GPURUN_PRINT) {
+	if (request->action == GPURUN_ACTION_PRINT) {
 		warn_if_indices_need_pci_order(&choice, visible);
 		puts(visible);
 		gpurun_choice_free(&choice);
@@ -487,7 +487,7 @@ static int keep_the_choice(const struct gpurun_request *request, const char *cho
 		fprintf(stderr, "gpurun: GPURUN_CHOSEN=%s: this job's GPUs are chosen already, so "
 				"nothing is chosen (unset GPURUN_CHOSEN to choose anew)\n",
 			getenv("GPURUN_CHOSEN"));
-	if (request->action == GPURUN_PRINT) {
+	if (request->action == GPURUN_ACTION_PRINT) {
 		puts(chosen);
 		return flush_output();
 	}
@@ -497,7 +497,7 @@ static int keep_the_choice(const struct gpurun_request *request, const char *cho
 /* Returns only when no command was exec'd: the exit status. */
 static int act(const struct gpurun_request *request, char **argv)
 {
-	bool chooses = request->action == GPURUN_PRINT || request->action == GPURUN_RUN;
+	bool chooses = request->action == GPURUN_ACTION_PRINT || request->action == GPURUN_ACTION_RUN;
 	const char *chosen = gpurun_inherited_choice();
 
 	/* Empty, it says a --cpu-fallback job got no GPU: that holds no lease to wait on, and a
@@ -515,17 +515,17 @@ static int act(const struct gpurun_request *request, char **argv)
 			visible ? "=" : " is unset and", visible ? visible : "");
 	}
 	switch (request->action) {
-	case GPURUN_HELP:
+	case GPURUN_ACTION_HELP:
 		fputs(usage_text, stdout);
 		return flush_output();
-	case GPURUN_VERSION_INFO:
+	case GPURUN_ACTION_VERSION:
 		puts("gpurun " GPURUN_VERSION);
 		return flush_output();
-	case GPURUN_SHOW:
+	case GPURUN_ACTION_SHOW:
 		return show_machine(request);
-	case GPURUN_PRINT:
+	case GPURUN_ACTION_PRINT:
 		return choose(request);
-	case GPURUN_RUN:
+	case GPURUN_ACTION_RUN:
 		if (request->lazy) {
 			int option_count = (int)(request->command - argv) - 1;
 			return run_lazy(request, option_count, argv + 1);

@@ -35,7 +35,7 @@ static void stop(int signal_number)
 static int render(const struct gpurun_request *request, FILE *out, struct gpurun_error *err)
 {
 	struct gpurun_table_options options = {
-		.all = request->all, .wide = request->wide, .processes = request->processes,
+		.all = request->show_all, .wide = request->wide, .processes = request->processes,
 	};
 	struct gpurun_snapshot snapshot;
 	struct timeval now;

@@ -295,7 +295,7 @@ static size_t take_in_order(struct waiter *waiter, const size_t *candidates, siz
 	size_t seen_free = look_for_free(waiter, candidates, count, wanted, choice, progress,
 					 status, err);
 
-	if (*status != 0 || waiter->lock_dir_fd < 0 || waiter->request->action == GPURUN_PRINT ||
+	if (*status != 0 || waiter->lock_dir_fd < 0 || waiter->request->action == GPURUN_ACTION_PRINT ||
 	    seen_free < needed)
 		return seen_free;
 	return claim_chosen(waiter, seen_free, choice, progress, status, err);

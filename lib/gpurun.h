@@ -140,7 +140,10 @@ int gpurun_device_vendor_index(const struct gpurun_snapshot *snapshot, size_t po
 
 /* ---- the request: everything the user asked for ----------------------------------------- */
 
-enum gpurun_action { GPURUN_RUN, GPURUN_PRINT, GPURUN_SHOW, GPURUN_HELP, GPURUN_VERSION_INFO };
+enum gpurun_action {
+	GPURUN_ACTION_RUN, GPURUN_ACTION_PRINT, GPURUN_ACTION_SHOW, GPURUN_ACTION_HELP,
+	GPURUN_ACTION_VERSION,
+};
 enum gpurun_order {
 	GPURUN_ORDER_FIRST, GPURUN_ORDER_LAST, GPURUN_ORDER_RANDOM,
 	GPURUN_ORDER_LOAD, GPURUN_ORDER_MEMORY, GPURUN_ORDER_FREE,
@@ -174,14 +177,14 @@ struct gpurun_request {
 	enum gpurun_vendor_filter vendor;
 	double smi_timeout_s;           /* default 10 */
 	/* hand-off */
-	bool uuid;                      /* hand out UUIDs instead of indices */
+	bool hand_out_uuids;            /* --uuid: UUIDs instead of indices */
 	bool cpu_fallback;              /* run with CUDA_VISIBLE_DEVICES= instead of failing */
 	bool no_lease;
 	bool lazy;                      /* choose at CUDA initialization, through the preload library */
 	char *preload_lib;              /* --preload-lib PATH, or NULL */
 	char *lock_dir;                 /* --lock-dir PATH, else GPURUN_LOCK_DIR, else /tmp/gpurun */
 	/* reports */
-	bool all;                       /* --show --all: GPUtil's full table */
+	bool show_all;                  /* --show --all: GPUtil's full table */
 	bool json;
 	bool processes;                 /* --processes: each GPU's processes under its row */
 	bool wide;                      /* --wide: vendor, PCI bus id and power columns */

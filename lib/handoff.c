@@ -33,7 +33,7 @@ int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun
 {
 	/* The first entry decides whether CUDA reads the list as UUIDs or as indices, and an
 	 * entry of the other kind ends it: one GPU without a readable UUID puts all by index. */
-	bool uuids = request->uuid && every_uuid_known(choice);
+	bool uuids = request->hand_out_uuids && every_uuid_known(choice);
 	size_t used = 0;
 
 	if (size == 0)

@@ -46,7 +46,7 @@ const char *gpurun_source_name(enum gpurun_source source)
 void gpurun_request_init(struct gpurun_request *request)
 {
 	memset(request, 0, sizeof(*request));
-	request->action = GPURUN_RUN;
+	request->action = GPURUN_ACTION_RUN;
 	request->max_load = 0.5;
 	request->max_memory = 0.5;
 	request->min_free_mib = 0;
@@ -85,7 +85,7 @@ struct parser {
 	struct gpurun_error *err;
 	const char *origin;             /* prefix of every message: "" or "GPURUN_OPTIONS: " */
 	int status;                     /* of the first failure; parsing goes on to find -h/-V */
-	bool action_seen[GPURUN_VERSION_INFO + 1];
+	bool action_seen[GPURUN_ACTION_VERSION + 1];
 	bool command_line;              /* argv, not GPURUN_OPTIONS */
 	bool wait_seen;
 	bool attempts_seen;
@@ -419,19 +419,19 @@ static const struct option_spec options[] = {
 	  .field = DOUBLE_FIELD(smi_timeout_s) },
 	{ "--vendor", .value = VALUE, .apply = apply_vendor },
 	/* hand-off */
-	{ "--uuid", .apply = apply_flag, .field = BOOL_FIELD(uuid) },
+	{ "--uuid", .apply = apply_flag, .field = BOOL_FIELD(hand_out_uuids) },
 	{ "--cpu-fallback", .apply = apply_flag, .field = BOOL_FIELD(cpu_fallback) },
 	{ "--no-lease", .apply = apply_flag, .field = BOOL_FIELD(no_lease) },
 	{ "--lazy", .apply = apply_flag, .field = BOOL_FIELD(lazy) },
 	{ "--preload-lib", .value = VALUE, .apply = apply_path, .field = STRING_FIELD(preload_lib) },
 	{ "--lock-dir", .value = VALUE, .apply = apply_path, .field = STRING_FIELD(lock_dir) },
 	/* actions */
-	{ "--print", .apply = apply_action, .action = GPURUN_PRINT },
-	{ "--show", .apply = apply_action, .action = GPURUN_SHOW },
-	{ "--help", 'h', .apply = apply_action, .action = GPURUN_HELP },
-	{ "--version", 'V', .apply = apply_action, .action = GPURUN_VERSION_INFO },
+	{ "--print", .apply = apply_action, .action = GPURUN_ACTION_PRINT },
+	{ "--show", .apply = apply_action, .action = GPURUN_ACTION_SHOW },
+	{ "--help", 'h', .apply = apply_action, .action = GPURUN_ACTION_HELP },
+	{ "--version", 'V', .apply = apply_action, .action = GPURUN_ACTION_VERSION },
 	/* reports */
-	{ "--all", .apply = apply_flag, .field = BOOL_FIELD(all) },
+	{ "--all", .apply = apply_flag, .field = BOOL_FIELD(show_all) },
 	{ "--json", .apply = apply_flag, .field = BOOL_FIELD(json) },
 	{ "--processes", .apply = apply_flag, .field = BOOL_FIELD(processes) },
 	{ "--wide", .apply = apply_flag, .field = BOOL_FIELD(wide) },
@@ -515,12 +515,12 @@ static int check_consistency(struct parser *p)
 {
 	struct gpurun_request *request = p->request;
 
-	if (p->action_seen[GPURUN_PRINT] && p->action_seen[GPURUN_SHOW])
+	if (p->action_seen[GPURUN_ACTION_PRINT] && p->action_seen[GPURUN_ACTION_SHOW])
 		return reject(p, GPURUN_EXIT_USAGE, "--print and --show cannot be used together");
-	if (p->action_seen[GPURUN_PRINT])
-		request->action = GPURUN_PRINT;
-	else if (p->action_seen[GPURUN_SHOW])
-		request->action = GPURUN_SHOW;
+	if (p->action_seen[GPURUN_ACTION_PRINT])
+		request->action = GPURUN_ACTION_PRINT;
+	else if (p->action_seen[GPURUN_ACTION_SHOW])
+		request->action = GPURUN_ACTION_SHOW;
 
 	if (p->wait_seen && p->attempts_seen)
 		return reject(p, GPURUN_EXIT_USAGE,
@@ -535,15 +535,15 @@ static int check_consistency(struct parser *p)
 		return reject(p, GPURUN_EXIT_USAGE, "--min-count %u is more than --limit %u",
 			      request->min_count, request->limit);
 
-	if (request->all && request->action != GPURUN_SHOW)
+	if (request->show_all && request->action != GPURUN_ACTION_SHOW)
 		return reject(p, GPURUN_EXIT_USAGE, "--all needs --show");
-	if (request->json && request->action != GPURUN_SHOW)
+	if (request->json && request->action != GPURUN_ACTION_SHOW)
 		return reject(p, GPURUN_EXIT_USAGE, "--json needs --show");
-	if (request->processes && request->action != GPURUN_SHOW)
+	if (request->processes && request->action != GPURUN_ACTION_SHOW)
 		return reject(p, GPURUN_EXIT_USAGE, "--processes needs --show");
-	if (request->wide && request->action != GPURUN_SHOW)
+	if (request->wide && request->action != GPURUN_ACTION_SHOW)
 		return reject(p, GPURUN_EXIT_USAGE, "--wide needs --show");
-	if (request->watch_s > 0 && request->action != GPURUN_SHOW)
+	if (request->watch_s > 0 && request->action != GPURUN_ACTION_SHOW)
 		return reject(p, GPURUN_EXIT_USAGE, "--watch needs --show");
 	if ((request->source == GPURUN_SOURCE_NVML || request->source == GPURUN_SOURCE_SMI) &&
 	    request->vendor == GPURUN_VENDOR_ONLY_AMD)
@@ -563,9 +563,9 @@ static int check_consistency(struct parser *p)
 	    (request->vendor == GPURUN_VENDOR_ONLY_AMD || request->source == GPURUN_SOURCE_AMDGPU))
 		return reject(p, GPURUN_EXIT_USAGE, "--lazy chooses when the program starts CUDA, so "
 						    "NVIDIA GPUs only: not with --vendor amd or --source amdgpu");
-	if (request->lazy && request->action == GPURUN_PRINT)
+	if (request->lazy && request->action == GPURUN_ACTION_PRINT)
 		return reject(p, GPURUN_EXIT_USAGE, "--lazy cannot be used with --print");
-	if (request->lazy && request->action == GPURUN_SHOW)
+	if (request->lazy && request->action == GPURUN_ACTION_SHOW)
 		return reject(p, GPURUN_EXIT_USAGE, "--lazy cannot be used with --show");
 	return 0;
 }
@@ -573,10 +573,10 @@ static int check_consistency(struct parser *p)
 /* Help and version win over every mistake: someone asking for help may not know the syntax. */
 static bool help_or_version(struct parser *p)
 {
-	if (p->action_seen[GPURUN_HELP])
-		p->request->action = GPURUN_HELP;
-	else if (p->action_seen[GPURUN_VERSION_INFO])
-		p->request->action = GPURUN_VERSION_INFO;
+	if (p->action_seen[GPURUN_ACTION_HELP])
+		p->request->action = GPURUN_ACTION_HELP;
+	else if (p->action_seen[GPURUN_ACTION_VERSION])
+		p->request->action = GPURUN_ACTION_VERSION;
 	else
 		return false;
 	return true;
@@ -597,12 +597,12 @@ int gpurun_request_parse(struct gpurun_request *request, int argc, char **argv,
 	if (p.status != 0 || check_consistency(&p) != 0)
 		return p.status;
 
-	if (request->action == GPURUN_RUN && request->command_count == 0)
+	if (request->action == GPURUN_ACTION_RUN && request->command_count == 0)
 		return reject(&p, GPURUN_EXIT_USAGE,
 			      "no command to run (use --print to print the choice, or --show)");
-	if (request->action != GPURUN_RUN && request->command_count > 0)
+	if (request->action != GPURUN_ACTION_RUN && request->command_count > 0)
 		return reject(&p, GPURUN_EXIT_USAGE, "%s runs no command, but '%s' was given",
-			      request->action == GPURUN_PRINT ? "--print" : "--show",
+			      request->action == GPURUN_ACTION_PRINT ? "--print" : "--show",
 			      request->command[0]);
 	return 0;
 }

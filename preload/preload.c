@@ -154,7 +154,7 @@ static enum stage configure(void)
 	gpurun_request_init(&parsed);
 	if (gpurun_request_parse_string(&parsed, options, &err) != 0)
 		die(err.status, err.message);
-	if (parsed.action != GPURUN_RUN)
+	if (parsed.action != GPURUN_ACTION_RUN)
 		die(GPURUN_EXIT_USAGE, "GPURUN_OPTIONS: --print, --show, --help and --version are for "
 		    "the gpurun command, not the preload library");
 	/* CUDA's initialization asks for NVIDIA GPUs: a lazy choice never hands out an AMD one

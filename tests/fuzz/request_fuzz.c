@@ -16,7 +16,7 @@ static void check_request(const struct gpurun_request *request)
 	fuzz_require(!isnan(request->timeout_s) && request->timeout_s >= 0);
 	fuzz_require(!isnan(request->smi_timeout_s) && request->smi_timeout_s >= 0);
 	fuzz_require(request->limit >= 1);
-	if (request->action == GPURUN_RUN || request->action == GPURUN_PRINT)
+	if (request->action == GPURUN_ACTION_RUN || request->action == GPURUN_ACTION_PRINT)
 		fuzz_require(request->limit == GPURUN_LIMIT_ALL ||
 			     request->min_count <= request->limit);
 	/* Strings the request keeps are its own copies, still readable after the input is gone. */

@@ -65,7 +65,7 @@ static void init_sets_documented_defaults(void **state)
 {
 	(void)state;
 	gpurun_request_init(&request);
-	assert_int_equal(request.action, GPURUN_RUN);
+	assert_int_equal(request.action, GPURUN_ACTION_RUN);
 	assert_true(request.max_load == 0.5);
 	assert_true(request.max_memory == 0.5);
 	assert_true(request.min_free_mib == 0);
@@ -81,10 +81,10 @@ static void init_sets_documented_defaults(void **state)
 	assert_true(request.timeout_s == 0);
 	assert_int_equal(request.source, GPURUN_SOURCE_AUTO);
 	assert_true(request.smi_timeout_s == 10);
-	assert_false(request.uuid || request.cpu_fallback || request.no_lease || request.lazy);
+	assert_false(request.hand_out_uuids || request.cpu_fallback || request.no_lease || request.lazy);
 	assert_null(request.preload_lib);
 	assert_null(request.lock_dir);
-	assert_false(request.all || request.json || request.verbose || request.explain);
+	assert_false(request.show_all || request.json || request.verbose || request.explain);
 	assert_null(request.command);
 	assert_int_equal(request.command_count, 0);
 }
@@ -93,7 +93,7 @@ static void plain_command_keeps_defaults(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("python", "train.py"));
-	assert_int_equal(request.action, GPURUN_RUN);
+	assert_int_equal(request.action, GPURUN_ACTION_RUN);
 	assert_int_equal(request.limit, 1);
 	assert_int_equal(request.min_count, 1);
 	assert_int_equal(request.attempts, 1);
@@ -532,14 +532,14 @@ static void hand_off_flags(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--uuid", "true"));
-	assert_true(request.uuid);
+	assert_true(request.hand_out_uuids);
 	assert_parsed(PARSE("--cpu-fallback", "true"));
 	assert_true(request.cpu_fallback);
 	assert_parsed(PARSE("--no-lease", "true"));
 	assert_true(request.no_lease);
 	assert_parsed(PARSE("--lazy", "true"));
 	assert_true(request.lazy);
-	assert_false(request.uuid);
+	assert_false(request.hand_out_uuids);
 }
 
 static void paths_both_forms(void **state)
@@ -573,7 +573,7 @@ static void print_action(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--print"));
-	assert_int_equal(request.action, GPURUN_PRINT);
+	assert_int_equal(request.action, GPURUN_ACTION_PRINT);
 	assert_null(request.command);
 }
 
@@ -581,14 +581,14 @@ static void show_action(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--show"));
-	assert_int_equal(request.action, GPURUN_SHOW);
+	assert_int_equal(request.action, GPURUN_ACTION_SHOW);
 }
 
 static void show_all_and_json(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--show", "--all"));
-	assert_true(request.all);
+	assert_true(request.show_all);
 	assert_parsed(PARSE("--json", "--show"));
 	assert_true(request.json);
 }
@@ -597,7 +597,7 @@ static void repeated_action_is_harmless(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--print", "--print"));
-	assert_int_equal(request.action, GPURUN_PRINT);
+	assert_int_equal(request.action, GPURUN_ACTION_PRINT);
 }
 
 static void print_with_show_is_an_error(void **state)
@@ -671,48 +671,48 @@ static void explain_with_print(void **state)
 	(void)state;
 	assert_parsed(PARSE("--explain", "--print"));
 	assert_true(request.explain);
-	assert_int_equal(request.action, GPURUN_PRINT);
+	assert_int_equal(request.action, GPURUN_ACTION_PRINT);
 }
 
 static void help_long_and_short(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--help"));
-	assert_int_equal(request.action, GPURUN_HELP);
+	assert_int_equal(request.action, GPURUN_ACTION_HELP);
 	assert_parsed(PARSE("-h"));
-	assert_int_equal(request.action, GPURUN_HELP);
+	assert_int_equal(request.action, GPURUN_ACTION_HELP);
 }
 
 static void version_long_and_short(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--version"));
-	assert_int_equal(request.action, GPURUN_VERSION_INFO);
+	assert_int_equal(request.action, GPURUN_ACTION_VERSION);
 	assert_parsed(PARSE("-V"));
-	assert_int_equal(request.action, GPURUN_VERSION_INFO);
+	assert_int_equal(request.action, GPURUN_ACTION_VERSION);
 }
 
 static void help_wins_over_mistakes(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--lmit", "--limit", "0", "-h"));
-	assert_int_equal(request.action, GPURUN_HELP);
+	assert_int_equal(request.action, GPURUN_ACTION_HELP);
 	assert_parsed(PARSE("--print", "--show", "--all", "--help", "python"));
-	assert_int_equal(request.action, GPURUN_HELP);
+	assert_int_equal(request.action, GPURUN_ACTION_HELP);
 }
 
 static void version_wins_over_mistakes(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("--wait", "--attempts", "2", "-V"));
-	assert_int_equal(request.action, GPURUN_VERSION_INFO);
+	assert_int_equal(request.action, GPURUN_ACTION_VERSION);
 }
 
 static void help_wins_over_version(void **state)
 {
 	(void)state;
 	assert_parsed(PARSE("-V", "-h"));
-	assert_int_equal(request.action, GPURUN_HELP);
+	assert_int_equal(request.action, GPURUN_ACTION_HELP);
 }
 
 /* ---- option syntax errors ------------------------------------------------------------------ */
@@ -771,7 +771,7 @@ static void string_options(void **state)
 	assert_int_equal(request.limit, 2);
 	assert_int_equal(request.order, GPURUN_ORDER_MEMORY);
 	assert_true(request.max_load == 0.3);
-	assert_int_equal(request.action, GPURUN_RUN);
+	assert_int_equal(request.action, GPURUN_ACTION_RUN);
 	assert_null(request.command);
 }
 
@@ -789,7 +789,7 @@ static void string_blanks_of_every_kind_separate(void **state)
 	(void)state;
 	assert_parsed(parse_string("\t--limit\n3   --uuid "));
 	assert_int_equal(request.limit, 3);
-	assert_true(request.uuid);
+	assert_true(request.hand_out_uuids);
 }
 
 static void string_single_quotes(void **state)

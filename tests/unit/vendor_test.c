@@ -239,7 +239,7 @@ static void amd_choice_goes_to_rocr_in_amd_numbering(void **state)
 	assert_string_equal(gpurun_choice_variable(&choice), "ROCR_VISIBLE_DEVICES");
 	assert_int_equal(gpurun_choice_format(&choice, &request, text, sizeof(text)), 0);
 	assert_string_equal(text, "2,0");
-	request.uuid = true;
+	request.hand_out_uuids = true;
 	assert_int_equal(gpurun_choice_format(&choice, &request, text, sizeof(text)), 0);
 	assert_string_equal(text, "GPU-00000000000a1002,GPU-00000000000a1000");
 	/* A board without a unique id has no UUID to give: indices go instead, for all. */
