@@ -244,7 +244,9 @@ static bool answered(nvmlReturn_t code, struct gpurun_device *device)
 
 static double mib(unsigned long long bytes)
 {
-	return (double)(bytes / BYTES_PER_MIB);     /* floored, as nvidia-smi prints it */
+	/* Floored. nvidia-smi may round up instead (a 575 driver's memory figures add up to more
+	 * than the total): the two sources can differ by 1 MiB, which the device script allows. */
+	return (double)(bytes / BYTES_PER_MIB);
 }
 
 static void read_text(text_getter *get, nvmlDevice_t handle, char *text, size_t size,

@@ -237,6 +237,7 @@ write_fixture() {
 			echo "util $util"
 			echo "memory $DRY_TOTAL $used"
 			echo "reserved 578"
+			echo "error display_mode DEPRECATED"    # as on drivers since 575
 			echo "temperature $((31 + i))"
 			echo "power 76.5$i"
 		done
@@ -477,7 +478,7 @@ handoff() {
 	shift 2
 	while [ "$1" != -- ]; do options+=("$1"); shift; done
 	shift
-	timeout 150 "$GPURUN" "${options[@]}" --limit 1 --order memory "$@" \
+	timeout 90 "$GPURUN" "${options[@]}" --limit 1 --order memory "$@" \
 		</dev/null >"$LOG/$slug.out" 2>"$LOG/$slug.err"
 	status=$?
 	if [ "$status" = 3 ] && grep -q "no PyTorch" "$LOG/$slug.err"; then

@@ -60,7 +60,9 @@ def value(key, text):
     if text is None:
         return None
     text = str(text).strip()
-    if text in UNKNOWN:
+    # Any bracketed remark is no reading, as lib/probe_smi.c reads it: the drivers add new
+    # ones ("[Requested functionality has been deprecated]" for display_mode since 575).
+    if text in UNKNOWN or (text.startswith("[") and text.endswith("]")):
         return None
     if key not in FLOORS:
         return text

@@ -215,7 +215,8 @@ static int parse_arguments(int argc, char **argv, struct query *query)
 }
 
 /* What nvidia-smi prints in place of a value it could not read. Unsupported identity fields
- * read "[N/A]" (a GeForce serial), unsupported measurements "[Not Supported]". */
+ * read "[N/A]" (a GeForce serial), unsupported measurements "[Not Supported]"; a query NVML
+ * has retired (display_mode since the 575 drivers) reads as NVML says it. */
 static const char *failure_text(int error, bool measurement)
 {
 	switch (error) {
@@ -223,6 +224,10 @@ static const char *failure_text(int error, bool measurement)
 		return measurement ? "[Not Supported]" : "[N/A]";
 	case NVML_ERROR_NO_PERMISSION:
 		return "[Insufficient Permissions]";
+	case NVML_ERROR_DEPRECATED:
+		return "[Requested functionality has been deprecated]";
+	case NVML_ERROR_FUNCTION_NOT_FOUND:
+		return "[Function Not Found]";
 	default:
 		return "[Unknown Error]";
 	}
