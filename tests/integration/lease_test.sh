@@ -56,15 +56,25 @@ if ! grep -q "leased" <<<"$OUT_TEXT"; then ok "a stale holder record is ignored"
 # A job started with its standard descriptors closed: the lease must not take fd 0-2, where the
 # program's first open (here: its stderr) would land on the lock file and its close drop the
 # lease. The program is started with them closed, as it was given them.
-"$GPURUN" sh -c 'echo "text for stderr" >&2; exec sleep 600' <&- >&- 2>&- &
-job=$!
-check "a job started with fds 0-2 closed keeps its lease" await_print 3
-check "... it starts with them closed, as it was started" \
-	test -z "$(ls /proc/"$job"/fd | grep -x '[012]')"
-check "... and its lock file holds the holder record, not the program's stderr" \
-	grep -q "^pid=$job$" "$GPURUN_LOCK_DIR/$UUID2.lock"
-kill -9 "$job"
-wait "$job" 2>/dev/null
+if [ -n "${GPURUN_UNDER:-}" ]; then
+	# valgrind started with fd 2 closed keeps that number for its log: the program cannot open
+	# a file there (valgrind closes it at once), so the lock directory cannot be opened.
+	for name in "a job started with fds 0-2 closed keeps its lease" \
+		"... it starts with them closed, as it was started" \
+		"... and its lock file holds the holder record, not the program's stderr"; do
+		skip "$name" "${GPURUN_UNDER%% *} reserves a closed fd 2 for itself; the sanitizer build runs it"
+	done
+else
+	"$GPURUN" sh -c 'echo "text for stderr" >&2; exec sleep 600' <&- >&- 2>&- &
+	job=$!
+	check "a job started with fds 0-2 closed keeps its lease" await_print 3
+	check "... it starts with them closed, as it was started" \
+		test -z "$(ls /proc/"$job"/fd | grep -x '[012]')"
+	check "... and its lock file holds the holder record, not the program's stderr" \
+		grep -q "^pid=$job$" "$GPURUN_LOCK_DIR/$UUID2.lock"
+	kill -9 "$job"
+	wait "$job" 2>/dev/null
+fi
 
 # --show and --print test a lease with a shared lock for an instant; this shell holds one for
 # as long as the checks take. It is a look, not a lease.
