@@ -81,46 +81,46 @@ void gpurun_lease_write_holder(int fd, char *const *command, int command_count)
  * pid, uid or time has. */
 #define HOLDER_NUMBER_SIZE 32
 
-/* Copies the start of a number's value into `number` for strtol; false when it is empty. */
-static bool number_text(char number[HOLDER_NUMBER_SIZE], const char *value, size_t length)
+/* A number's value as an integer from min to max; false when it is none (empty, not all digits,
+ * out of range). It is read from the first HOLDER_NUMBER_SIZE - 1 characters. */
+static bool integer_value(const char *value, size_t length, long long min, long long max,
+			  long long *integer)
 {
+	char number[HOLDER_NUMBER_SIZE], *stop;
 	size_t kept = length < HOLDER_NUMBER_SIZE - 1 ? length : HOLDER_NUMBER_SIZE - 1;
 
-	snprintf(number, HOLDER_NUMBER_SIZE, "%.*s", (int)kept, value);
-	return *number != '\0';
+	snprintf(number, sizeof(number), "%.*s", (int)kept, value);
+	if (!*number)
+		return false;
+	long long parsed = strtoll(number, &stop, 10);
+	if (*stop || parsed < min || parsed > max)
+		return false;
+	*integer = parsed;
+	return true;
 }
 
 /* Only a valid pid is stored: a record is a holder's exactly when holder->pid ends up set. */
 static void parse_pid(struct gpurun_holder *holder, const char *value, size_t length)
 {
-	char number[HOLDER_NUMBER_SIZE], *stop;
+	long long pid;
 
-	if (!number_text(number, value, length))
-		return;
-	long pid = strtol(number, &stop, 10);
-	if (!*stop && pid > 0 && pid <= INT_MAX)
+	if (integer_value(value, length, 1, INT_MAX, &pid))
 		holder->pid = (pid_t)pid;
 }
 
 static void parse_uid(struct gpurun_holder *holder, const char *value, size_t length)
 {
-	char number[HOLDER_NUMBER_SIZE], *stop;
+	long long uid;
 
-	if (!number_text(number, value, length))
-		return;
-	unsigned long uid = strtoul(number, &stop, 10);
-	if (!*stop && uid <= UINT_MAX)
+	if (integer_value(value, length, 0, UINT_MAX, &uid))
 		holder->uid = (uid_t)uid;
 }
 
 static void parse_start(struct gpurun_holder *holder, const char *value, size_t length)
 {
-	char number[HOLDER_NUMBER_SIZE], *stop;
+	long long start;
 
-	if (!number_text(number, value, length))
-		return;
-	long long start = strtoll(number, &stop, 10);
-	if (!*stop)
+	if (integer_value(value, length, LLONG_MIN, LLONG_MAX, &start))
 		holder->start_time = start;
 }
 
