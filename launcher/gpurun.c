@@ -237,10 +237,9 @@ static void warn_if_indices_need_pci_order(const struct gpurun_choice *choice, c
 {
 	const char *order = getenv("CUDA_DEVICE_ORDER");
 
-	if (strcmp(gpurun_choice_variable(choice), "CUDA_VISIBLE_DEVICES") != 0 ||
+	if (!gpurun_choice_needs_pci_order(choice, visible) ||
 	    (order && strcmp(order, "PCI_BUS_ID") == 0) ||
-	    !gpurun_cuda_order_may_differ(&choice->snapshot) ||
-	    visible[strspn(visible, "0123456789,")] != '\0')
+	    !gpurun_cuda_order_may_differ(&choice->snapshot))
 		return;
 	fprintf(stderr, "gpurun: --print gives nvidia-smi's indices (%s): CUDA numbers this "
 			"machine's GPUs otherwise unless the program gets CUDA_DEVICE_ORDER=PCI_BUS_ID "

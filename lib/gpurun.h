@@ -487,9 +487,12 @@ void gpurun_choice_free(struct gpurun_choice *choice);
  * other kind). Returns 0, or -1 when it does not fit. */
 int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun_request *request,
 			 char *buffer, size_t size);
+/* Whether `visible` (gpurun_choice_format's) names a CUDA device by index, which means the GPU
+ * nvidia-smi shows only under CUDA_DEVICE_ORDER=PCI_BUS_ID. */
+bool gpurun_choice_needs_pci_order(const struct gpurun_choice *choice, const char *visible);
 /* Puts a choice into this process's environment for the program about to run: the vendor's
  * variable (gpurun_choice_variable) gets `visible`, CUDA_DEVICE_ORDER=PCI_BUS_ID is set when
- * the list names a CUDA device by index (so that the index means the GPU nvidia-smi shows),
+ * gpurun_choice_needs_pci_order says so,
  * and GPURUN_CHOSEN tells descendants the choice is made. An AMD hand-off unsets HIP's own
  * lists (HIP_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL), which would index into
  * the chosen GPUs and filter them again. A choice of no device (--cpu-fallback) gives the

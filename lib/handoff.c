@@ -84,13 +84,19 @@ static const char *const hip_device_lists[] = {
 	"GPU_DEVICE_ORDINAL",
 };
 
+bool gpurun_choice_needs_pci_order(const struct gpurun_choice *choice, const char *visible)
+{
+	return strcmp(gpurun_choice_variable(choice), "CUDA_VISIBLE_DEVICES") == 0 &&
+	       names_an_index(visible);
+}
+
 int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible)
 {
 	const char *variable = gpurun_choice_variable(choice);
 
 	if (setenv(variable, visible, 1) != 0 || setenv("GPURUN_CHOSEN", visible, 1) != 0)
 		return -1;
-	if (strcmp(variable, "CUDA_VISIBLE_DEVICES") == 0 && names_an_index(visible) &&
+	if (gpurun_choice_needs_pci_order(choice, visible) &&
 	    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1) != 0)
 		return -1;
 	if (strcmp(variable, "ROCR_VISIBLE_DEVICES") == 0)
