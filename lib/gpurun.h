@@ -492,8 +492,8 @@ int gpurun_choice_format(const struct gpurun_choice *choice, const struct gpurun
 bool gpurun_choice_needs_pci_order(const struct gpurun_choice *choice, const char *visible);
 /* Puts a choice into this process's environment for the program about to run: the vendor's
  * variable (gpurun_choice_variable) gets `visible`, CUDA_DEVICE_ORDER=PCI_BUS_ID is set when
- * gpurun_choice_needs_pci_order says so,
- * and GPURUN_CHOSEN tells descendants the choice is made. An AMD hand-off unsets HIP's own
+ * gpurun_choice_needs_pci_order says so, and GPURUN_CHOSEN tells descendants the choice is
+ * made. An AMD hand-off unsets HIP's own
  * lists (HIP_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL), which would index into
  * the chosen GPUs and filter them again. A choice of no device (--cpu-fallback) gives the
  * program no GPU of any vendor the snapshot has. Returns 0, or -1 with errno. One hand-off for
