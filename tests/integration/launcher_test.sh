@@ -163,40 +163,37 @@ has_line "... saying that the job's CUDA_VISIBLE_DEVICES allows no GPU" \
 	"^gpurun: no GPU may be chosen: CUDA_VISIBLE_DEVICES is empty"
 
 # What gpurun prints is the answer itself: a failed write is an error, said on stderr.
-for words in "--print" "--version" "--help" "--print --cpu-fallback --limit 9"; do
-	[ -w /dev/full ] || { skip "$words into a full device" "no /dev/full"; continue; }
-	# shellcheck disable=SC2086
-	"$GPURUN" $words >/dev/full 2>"$SCRATCH/stderr"
-	STATUS=$? OUT_TEXT= ERR_TEXT=$(cat "$SCRATCH/stderr")
-	if [ "$STATUS" = 70 ] && grep -q "^gpurun: cannot write to standard output: " <<<"$ERR_TEXT"; then
-		ok "$words into a full device: exit 70, said"
+# write_fails NAME STDOUT PATTERN WORDS...: gpurun WORDS, its stdout /dev/full or "closed" (it
+# holds the place while it runs, but not for writing), exits 70 with a line matching PATTERN.
+write_fails() {
+	local name=$1 target=$2 pattern=$3
+	shift 3
+	if [ "$target" = closed ]; then
+		timeout 10 "$GPURUN" "$@" >&- 2>"$SCRATCH/stderr"
+	elif [ -w "$target" ]; then
+		timeout 10 "$GPURUN" "$@" >"$target" 2>"$SCRATCH/stderr"
 	else
-		not_ok "$words into a full device: exit 70, said" "status $STATUS" "$ERR_TEXT"
+		skip "$name" "no $target"
+		return
 	fi
+	STATUS=$? ERR_TEXT=$(cat "$SCRATCH/stderr")
+	if [ "$STATUS" = 70 ] && grep -q "$pattern" <<<"$ERR_TEXT"; then
+		ok "$name"
+	else
+		not_ok "$name" "status $STATUS" "$ERR_TEXT"
+	fi
+}
+for words in "--print" "--version" "--help" "--print --cpu-fallback --limit 9"; do
+	# shellcheck disable=SC2086
+	write_fails "$words into a full device: exit 70, said" /dev/full \
+		"^gpurun: cannot write to standard output: " $words
 done
-# ... and into a closed standard output: gpurun holds the place while it runs, but not for
-# writing.
 for words in "--print" "--show" "--show --watch 0.1" "--show --json --watch 0.1"; do
 	# shellcheck disable=SC2086
-	timeout 10 "$GPURUN" $words >&- 2>"$SCRATCH/stderr"
-	STATUS=$? ERR_TEXT=$(cat "$SCRATCH/stderr")
-	if [ "$STATUS" = 70 ] && grep -q "^gpurun: cannot write" <<<"$ERR_TEXT"; then
-		ok "$words into a closed stdout: exit 70, said"
-	else
-		not_ok "$words into a closed stdout: exit 70, said" "status $STATUS" "$ERR_TEXT"
-	fi
+	write_fails "$words into a closed stdout: exit 70, said" closed "^gpurun: cannot write" $words
 done
-if [ -w /dev/full ]; then
-	timeout 10 "$GPURUN" --show --watch 0.1 >/dev/full 2>"$SCRATCH/stderr"
-	STATUS=$? ERR_TEXT=$(cat "$SCRATCH/stderr")
-	if [ "$STATUS" = 70 ] && grep -q "^gpurun: cannot write the report: " <<<"$ERR_TEXT"; then
-		ok "--show --watch into a full device: exit 70 at the first frame, said"
-	else
-		not_ok "--show --watch into a full device: exit 70 at the first frame, said" "status $STATUS" "$ERR_TEXT"
-	fi
-else
-	skip "--show --watch into a full device" "no /dev/full"
-fi
+write_fails "--show --watch into a full device: exit 70 at the first frame, said" /dev/full \
+	"^gpurun: cannot write the report: " --show --watch 0.1
 
 # --- usage errors ------------------------------------------------------------------------------
 run "$GPURUN" --lmit 1 true

@@ -304,22 +304,20 @@ init=0 count=1 visible=2" "2 $CHOSEN_2"
 	expect "a fork as the leases are kept: the child keeps its parent's choice" 0 \
 		"child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again
 init=0 count=1 visible=2"
-	# The fork handlers are registered once: a second registration in the child would make
-	# its next fork lock the library's lock twice.
-	: >"$RECORD"
-	run timeout 20 env FORK_WINDOW=configure LD_PRELOAD="$SCRATCH/fork_windows.so $PRELOAD" \
-		GPURUN_OPTIONS="--lazy --order memory" "$HOST"
-	expect "a fork as the library configures itself: the child configures, chooses and forks" 0 \
-		"child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again
+	# configure: right after the fork handlers are registered; they are registered once (a
+	# second registration in the child would make its next fork lock the library's lock twice).
+	# registering: just before they are in place, when the library has not begun to configure
+	# (the child waited for ever for its parent's thread). Either way the child configures,
+	# chooses and forks.
+	for window in "configure:configures itself" "registering:registers its fork handlers"; do
+		: >"$RECORD"
+		run timeout 20 env FORK_WINDOW="${window%%:*}" \
+			LD_PRELOAD="$SCRATCH/fork_windows.so $PRELOAD" \
+			GPURUN_OPTIONS="--lazy --order memory" "$HOST"
+		expect "a fork as the library ${window#*:}: the child configures, chooses and forks" 0 \
+			"child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again
 <unset>|<unset>|<unset>"
-	# Just before the handlers are in place, the library has not begun to configure: a child
-	# forked then configures itself (it waited for ever for its parent's thread).
-	: >"$RECORD"
-	run timeout 20 env FORK_WINDOW=registering LD_PRELOAD="$SCRATCH/fork_windows.so $PRELOAD" \
-		GPURUN_OPTIONS="--lazy --order memory" "$HOST"
-	expect "a fork as the library registers its fork handlers: the child configures, chooses and forks" 0 \
-		"child: cuda loaded, CUDA_VISIBLE_DEVICES=2, forked again
-<unset>|<unset>|<unset>"
+	done
 else
 	not_ok "the fork-window test library builds"
 fi
