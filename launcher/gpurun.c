@@ -503,8 +503,8 @@ static int act(const struct gpurun_request *request, char **argv)
 	 * nested gpurun chooses (or falls back, or fails) by its own options. */
 	if (chooses && chosen && *chosen)
 		return keep_the_choice(request, chosen);
-	/* Stale: a scheduler set CUDA_VISIBLE_DEVICES since, in a job submitted from a shell that
-	 * gpurun started (sbatch copies the environment). */
+	/* Stale: the variable that carries the choice names other GPUs since, as Slurm's
+	 * CUDA_VISIBLE_DEVICES does in a job submitted from a shell that gpurun started. */
 	if (chooses && !chosen && getenv("GPURUN_CHOSEN") && (request->verbose || request->explain)) {
 		const char *carrier = gpurun_choice_carrier();
 		const char *visible = getenv(carrier);

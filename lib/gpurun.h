@@ -504,10 +504,10 @@ int gpurun_choice_export(const struct gpurun_choice *choice, const char *visible
 const char *gpurun_choice_carrier(void);
 /* The GPUs an ancestor's hand-off gave this process, as the variable that carries them
  * (gpurun_choice_carrier) says now; "" for a --cpu-fallback job. NULL when no choice is in
- * effect: GPURUN_CHOSEN is unset, or that variable names a GPU it does not list. That is a stale GPURUN_CHOSEN, for example in a Slurm job submitted from a shell that
- * gpurun started (sbatch copies the environment, then sets CUDA_VISIBLE_DEVICES to the
- * allocation). A part of the choice is still the choice: a program may hand its GPUs out among
- * its workers. */
+ * effect: GPURUN_CHOSEN is unset, or that variable names a GPU it does not list. That is a
+ * stale GPURUN_CHOSEN, for example in a Slurm job submitted from a shell that gpurun started
+ * (sbatch copies the environment, then sets CUDA_VISIBLE_DEVICES to the allocation). A part of
+ * the choice is still the choice: a program may hand its GPUs out among its workers. */
 const char *gpurun_inherited_choice(void);
 /* For a caller about to exec: closes watch_fd in a short-lived grandchild (it forks twice),
  * which pays for the close while the program starts, and leaves no child behind for it. */
