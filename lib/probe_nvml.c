@@ -40,6 +40,17 @@ typedef struct {
 	unsigned gpu, memory;
 } nvmlUtilization_t;
 
+/* nvmlDeviceGetTemperatureV's argument. The call came with R565 and replaces
+ * nvmlDeviceGetTemperature, deprecated in CUDA 13: NVML's removal notice says that a removed
+ * function stays exported and answers DEPRECATED. */
+typedef struct {
+	unsigned version;
+	unsigned sensorType;
+	int temperature;
+} nvmlTemperature_v1_t;
+
+#define NVML_TEMPERATURE_V1_VERSION ((unsigned)(sizeof(nvmlTemperature_v1_t) | 1u << 24))
+
 /* v1 is a prefix of v2: both start with pid and usedGpuMemory. */
 typedef struct {
 	unsigned pid;
@@ -62,6 +73,8 @@ typedef struct {
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t");
 _Static_assert(NVML_MEMORY_V2_VERSION == 0x02000028, "nvmlMemory_v2 version");
+_Static_assert(sizeof(nvmlTemperature_v1_t) == 12, "nvmlTemperature_v1_t");
+_Static_assert(NVML_TEMPERATURE_V1_VERSION == 0x0100000C, "nvmlTemperature_v1 version");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t");
 _Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
@@ -98,6 +111,7 @@ struct nvml {
 	nvmlReturn_t (*get_pci)(nvmlDevice_t, nvmlPciInfo_t *);
 	bool pci_is_v3;
 	nvmlReturn_t (*get_utilization)(nvmlDevice_t, nvmlUtilization_t *);
+	nvmlReturn_t (*get_temperature_v)(nvmlDevice_t, nvmlTemperature_v1_t *);
 	nvmlReturn_t (*get_temperature)(nvmlDevice_t, int, unsigned *);
 	unsigned_getter *get_power;
 	flag_getter *get_display_mode;
@@ -215,6 +229,7 @@ static int open_library(struct nvml *nvml, struct gpurun_error *err)
 	if (!nvml->get_pci)
 		nvml->get_pci = dlsym(library, "nvmlDeviceGetPciInfo");
 	nvml->get_utilization = dlsym(library, "nvmlDeviceGetUtilizationRates");
+	nvml->get_temperature_v = dlsym(library, "nvmlDeviceGetTemperatureV");
 	nvml->get_temperature = dlsym(library, "nvmlDeviceGetTemperature");
 	nvml->get_power = dlsym(library, "nvmlDeviceGetPowerUsage");
 	nvml->get_display_mode = dlsym(library, "nvmlDeviceGetDisplayMode");
@@ -312,6 +327,25 @@ static void read_memory(const struct nvml *nvml, nvmlDevice_t handle, struct gpu
 	}
 }
 
+/* The versioned call first, where the driver has it (R565 on); any failure of it tries the
+ * deprecated one, as read_memory does for memory. */
+static void read_temperature(const struct nvml *nvml, nvmlDevice_t handle,
+			     struct gpurun_device *device)
+{
+	nvmlTemperature_v1_t reading = { .version = NVML_TEMPERATURE_V1_VERSION,
+					 .sensorType = NVML_TEMPERATURE_GPU };
+	unsigned celsius;
+
+	if (nvml->get_temperature_v && !device->lost &&
+	    answered(nvml->get_temperature_v(handle, &reading), device)) {
+		device->temperature = reading.temperature;
+		return;
+	}
+	if (nvml->get_temperature && !device->lost &&
+	    answered(nvml->get_temperature(handle, NVML_TEMPERATURE_GPU, &celsius), device))
+		device->temperature = celsius;
+}
+
 static void read_sensors(const struct nvml *nvml, nvmlDevice_t handle, struct gpurun_device *device)
 {
 	nvmlUtilization_t utilization;
@@ -320,9 +354,7 @@ static void read_sensors(const struct nvml *nvml, nvmlDevice_t handle, struct gp
 	if (nvml->get_utilization && !device->lost &&
 	    answered(nvml->get_utilization(handle, &utilization), device))
 		device->load = utilization.gpu / 100.0;
-	if (nvml->get_temperature && !device->lost &&
-	    answered(nvml->get_temperature(handle, NVML_TEMPERATURE_GPU, &value), device))
-		device->temperature = value;
+	read_temperature(nvml, handle, device);
 	if (nvml->get_power && !device->lost && answered(nvml->get_power(handle, &value), device))
 		device->power_draw = value / 1000.0;
 }

@@ -31,6 +31,12 @@ typedef struct {
 } nvmlUtilization_t;
 
 typedef struct {
+	unsigned version;
+	unsigned sensorType;
+	int temperature;
+} nvmlTemperature_v1_t;
+
+typedef struct {
 	unsigned pid;
 	unsigned long long usedGpuMemory;
 } nvmlProcessInfo_v1_t;
@@ -49,11 +55,13 @@ typedef struct {
 
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t");
+_Static_assert(sizeof(nvmlTemperature_v1_t) == 12, "nvmlTemperature_v1_t");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t");
 _Static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
 
 #define NVML_MEMORY_V2 ((unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
+#define NVML_TEMPERATURE_V1 ((unsigned)(sizeof(nvmlTemperature_v1_t) | (1u << 24)))
 #define NVML_VALUE_NOT_AVAILABLE 0xFFFFFFFFu
 #define NVML_INIT_FLAG_NO_GPUS 1u
 #define MIB (1024ULL * 1024ULL)
@@ -83,6 +91,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
 						       nvmlUtilization_t *utilization);
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor,
 						  unsigned *celsius);
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device,
+						   nvmlTemperature_v1_t *temperature);
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned *milliwatts);
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device, int *enabled);
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, int *enabled);
@@ -405,9 +415,31 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned 
 
 	if (status == NVML_SUCCESS && sensor != 0)
 		status = NVML_ERROR_INVALID_ARGUMENT;
+	if (status == NVML_SUCCESS)
+		status = device->errors[FIELD_TEMPERATURE_LEGACY];
 	if (status)
 		return status;
 	*celsius = device->temperature;
+	return NVML_SUCCESS;
+}
+
+/* A struct of another version is ARGUMENT_VERSION_MISMATCH, NVML's answer for versioned
+ * arguments. */
+nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_v1_t *temperature)
+{
+	nvmlReturn_t status = check_handle(device, temperature);
+
+	if (status == NVML_SUCCESS && temperature->version != NVML_TEMPERATURE_V1)
+		status = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	if (status == NVML_SUCCESS)
+		status = check_device(device, FIELD_TEMPERATURE, temperature);
+	if (status == NVML_SUCCESS && temperature->sensorType != 0)
+		status = NVML_ERROR_INVALID_ARGUMENT;
+	if (status == NVML_SUCCESS)
+		status = device->errors[FIELD_TEMPERATURE_V];
+	if (status)
+		return status;
+	temperature->temperature = (int)device->temperature;
 	return NVML_SUCCESS;
 }
 

@@ -22,6 +22,7 @@ enum {
 	NVML_ERROR_FUNCTION_NOT_FOUND = 13,
 	NVML_ERROR_GPU_IS_LOST = 15,
 	NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+	NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
 	NVML_ERROR_DEPRECATED = 26,
 	NVML_ERROR_UNKNOWN = 999,
 };
@@ -40,7 +41,9 @@ enum fixture_field {
 	FIELD_MEMORY,
 	FIELD_MEMORY_V2,
 	FIELD_UTILIZATION,
-	FIELD_TEMPERATURE,
+	FIELD_TEMPERATURE,              /* the sensor: both temperature calls */
+	FIELD_TEMPERATURE_V,            /* nvmlDeviceGetTemperatureV alone */
+	FIELD_TEMPERATURE_LEGACY,       /* the deprecated nvmlDeviceGetTemperature alone */
 	FIELD_POWER,
 	FIELD_DISPLAY_MODE,
 	FIELD_DISPLAY_ACTIVE,

@@ -23,6 +23,12 @@ typedef struct {
 } nvmlUtilization_t;
 
 typedef struct {
+	unsigned version;
+	unsigned sensorType;
+	int temperature;
+} nvmlTemperature_v1_t;
+
+typedef struct {
 	unsigned pid;
 	unsigned long long usedGpuMemory;
 } nvmlProcessInfo_v1_t;
@@ -41,6 +47,7 @@ typedef struct {
 
 #define MIB (1024ULL * 1024ULL)
 #define MEMORY_V2_VERSION ((unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
+#define TEMPERATURE_V1_VERSION ((unsigned)(sizeof(nvmlTemperature_v1_t) | (1u << 24)))
 
 static void *library;
 static const char *(*error_string)(nvmlReturn_t);
@@ -219,6 +226,34 @@ static void dump_numbers(const char *prefix, nvmlDevice_t device)
 	}
 }
 
+/* The versioned temperature call: with the right version, with a plain 1 (the mistake
+ * memory_v2's plain 2 is), and for a sensor other than the GPU's. */
+static void dump_temperature_v(const char *prefix, nvmlDevice_t device)
+{
+	nvmlReturn_t (*get)(nvmlDevice_t, nvmlTemperature_v1_t *) = need("nvmlDeviceGetTemperatureV");
+	static const struct {
+		const char *suffix;
+		unsigned version, sensor;
+	} calls[] = {
+		{ "", TEMPERATURE_V1_VERSION, 0 },
+		{ "[version=1]", 1, 0 },
+		{ "[sensor=1]", TEMPERATURE_V1_VERSION, 1 },
+	};
+	char key[64];
+
+	for (size_t i = 0; get && i < sizeof(calls) / sizeof(calls[0]); i++) {
+		nvmlTemperature_v1_t reading = { .version = calls[i].version,
+						 .sensorType = calls[i].sensor };
+		nvmlReturn_t status = get(device, &reading);
+
+		snprintf(key, sizeof(key), "%s.temperature_v%s", prefix, calls[i].suffix);
+		if (status)
+			print_error(key, status);
+		else
+			printf("%s: %d\n", key, reading.temperature);
+	}
+}
+
 /* The two-call protocol, retried while processes keep appearing between the calls. */
 static void dump_processes(const char *prefix, nvmlDevice_t device, bool version_2)
 {
@@ -288,6 +323,7 @@ static void dump_device(unsigned index, nvmlReturn_t (*get_handle)(unsigned, nvm
 	dump_pci(prefix, device);
 	dump_memory(prefix, device);
 	dump_numbers(prefix, device);
+	dump_temperature_v(prefix, device);
 	dump_processes(prefix, device, true);
 	dump_processes(prefix, device, false);
 }

@@ -93,14 +93,15 @@ look() { bash "$SCRATCH/look.sh" "$@"; }
 declare -A UNKNOWN=(
 	[handle]="*" [uuid]=uuid [name]=name [serial]=serial [pci]=pci.bus_id
 	[memory]="memory.used memory.total memory.free" [memory_v2]="" [utilization]=utilization.gpu
-	[temperature]=temperature.gpu [power]=power.draw [display_mode]=display_mode
+	[temperature]=temperature.gpu [temperature_v]="" [temperature_legacy]=""
+	[power]=power.draw [display_mode]=display_mode
 	[display_active]=display_active [processes]=processes
 	[mig_uuid]=uuid [mig_name]=name [mig_memory]="memory.used memory.total memory.free"
 	[mig_processes]=processes [gpu_instance_id]="" [compute_instance_id]=""
 	[mig_mode]="" [mig_max]="" [mig_handle]="" [driver]=""
 )
-GPU_FIELDS="handle uuid name serial pci memory memory_v2 utilization temperature power display_mode
-display_active processes"
+GPU_FIELDS="handle uuid name serial pci memory memory_v2 utilization temperature temperature_v
+temperature_legacy power display_mode display_active processes"
 MIG_INSTANCE_FIELDS="mig_uuid mig_name mig_memory mig_processes gpu_instance_id compute_instance_id"
 MIG_GPU_FIELDS="mig_mode mig_max mig_handle"
 
@@ -213,8 +214,9 @@ def check(source, field, error, name, unknown):
         if after["lost"] and not lost:
             return "%s marked lost by %s" % (key, error)
         # The call failed on this very device: GPU_IS_LOST makes it lost (nvidia-smi: unknown).
-        on_device = field not in ("mig_max", "mig_handle") and (key[0] == "gpu") == (
-            field in GPU_FIELDS or field == "mig_mode")
+        # The deprecated temperature call is made only where the versioned one fails.
+        on_device = field not in ("mig_max", "mig_handle", "temperature_legacy") and (
+            key[0] == "gpu") == (field in GPU_FIELDS or field == "mig_mode")
         if lost and source == "nvml" and on_device and not after["lost"]:
             return "%s not marked lost by GPU_IS_LOST" % (key,)
         for k, v in before.items():
@@ -249,7 +251,8 @@ def check(source, field, error, name, unknown):
     return None
 
 GPU_FIELDS = ("uuid", "name", "serial", "pci", "memory", "memory_v2", "utilization",
-              "temperature", "power", "display_mode", "display_active", "processes", "handle")
+              "temperature", "temperature_v", "temperature_legacy", "power", "display_mode",
+              "display_active", "processes", "handle")
 
 with open(os.path.join(scratch, "manifest")) as manifest:
     for line in manifest:

@@ -217,6 +217,43 @@ static void nvml_memory_falls_back_to_v1_when_v2_fails(void **state)
 	}
 }
 
+/* A driver after CUDA 14 answers the deprecated call DEPRECATED; the versioned one, asked with
+ * the version the fake insists on, still reads the sensor. */
+static void nvml_temperature_comes_from_the_versioned_call(void **state)
+{
+	(void)state;
+	assert_int_equal(probe_nvml("gpu\ntemperature 63\nerror temperature_legacy DEPRECATED\n"), 0);
+	assert_true(snapshot.devices[0].temperature == 63);
+}
+
+static void nvml_temperature_falls_back_to_the_deprecated_call(void **state)
+{
+	(void)state;
+	static const char *const v_failures[] = {
+		"NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "ARGUMENT_VERSION_MISMATCH", "UNKNOWN",
+	};
+	char fixture[128];
+
+	for (size_t i = 0; i < sizeof(v_failures) / sizeof(v_failures[0]); i++) {
+		snprintf(fixture, sizeof(fixture), "gpu\ntemperature 47\nerror temperature_v %s\n",
+			 v_failures[i]);
+		assert_int_equal(probe_nvml(fixture), 0);
+		if (snapshot.devices[0].temperature != 47)
+			fail_msg("the versioned call answering %s: temperature %g", v_failures[i],
+				 snapshot.devices[0].temperature);
+		gpurun_snapshot_free(&snapshot);
+	}
+}
+
+/* GPU_IS_LOST from the versioned call ends the device: the deprecated one is not asked. */
+static void nvml_temperature_lost_on_the_versioned_call_stays_lost(void **state)
+{
+	(void)state;
+	assert_int_equal(probe_nvml("gpu\ntemperature 47\nerror temperature_v GPU_IS_LOST\n"), 0);
+	assert_true(snapshot.devices[0].lost);
+	assert_true(isnan(snapshot.devices[0].temperature));
+}
+
 static void nvml_field_errors_make_only_those_fields_unknown(void **state)
 {
 	(void)state;
@@ -761,6 +798,9 @@ int main(void)
 		TEST(nvml_reads_every_field),
 		TEST(nvml_memory_comes_from_v2_without_the_reserved_part),
 		TEST(nvml_memory_falls_back_to_v1_when_v2_fails),
+		TEST(nvml_temperature_comes_from_the_versioned_call),
+		TEST(nvml_temperature_falls_back_to_the_deprecated_call),
+		TEST(nvml_temperature_lost_on_the_versioned_call_stays_lost),
 		TEST(nvml_field_errors_make_only_those_fields_unknown),
 		TEST(nvml_handle_error_leaves_the_device_unknown),
 		TEST(nvml_driver_version_error_leaves_it_empty),
