@@ -30,6 +30,10 @@
 # for rounding and sampling: load 5 points, memory 2 MiB (total 1 MiB, the table's percentage 1
 # point), temperature 2 °C, power 10 W or 10 %. compare.py says why for each.
 #
+# The fakes against the driver: tests/helpers/nvml_dump asks the real NVML library the questions
+# whose answers the fake NVML gives (error codes for wrong versions, short buffers, calls out of
+# order), so that one run also says whether the doubles every other test runs on are true.
+#
 # The script never changes the GPU's settings (clocks, persistence, MIG, compute mode) and never
 # resets it; every wait is bounded by timeout, and every job it starts in the background is killed
 # on exit. Leases go to a private lock directory, never to /tmp/gpurun.
@@ -74,6 +78,7 @@ mkdir -p "${BUILD_DIR:-$ROOT/build}" && B=$(cd "${BUILD_DIR:-$ROOT/build}" && pw
 command -v make >/dev/null || WITH_MAKE=false
 GPURUN=$B/gpurun
 CUDA_UUID=$B/device/cuda_uuid
+NVML_DUMP=$B/device/nvml_dump
 COMPARE=$ROOT/tests/device/compare.py
 OUT=${OUT:-}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-acceptance.XXXXXX") || exit 1
@@ -86,6 +91,15 @@ fi
 
 # ---- results -------------------------------------------------------------------------------
 NAMES=() RESULTS=() DETAILS=()
+# Every check the table must end with a verdict on: one the script never reached (a fault of
+# the script itself, seen in console.log) is a failure, not a missing row.
+CHECKS=("build" "machine" "show --all vs nvidia-smi" "show --json vs nvidia-smi"
+	"NVML path vs nvidia-smi path" "NVML: the fake answers as the driver"
+	"hand-off: C program" "hand-off --lazy: C program" "hand-off: PyTorch" "hand-off --lazy: PyTorch"
+	"lease: a second gpurun waits" "lease: the waiter starts at release"
+	"memory: --print exits 75 under the job" "memory: --wait starts when the job ends"
+	"time: one look, NVML" "time: one look, nvidia-smi" "time: nvidia-smi --query-gpu"
+	"time: gpurun -- /bin/true")
 START=$EPOCHREALTIME
 
 say() { printf '%s\n' "$*" | tee -a "$LOG/console.log"; }
@@ -204,10 +218,12 @@ if $DRY_RUN; then
 	export GPURUN_FAKE_FIXTURE=$FIXTURE
 	export LD_LIBRARY_PATH=$B/fakes${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	SMI=$B/fakes/nvidia-smi
+	NVML=$GPURUN_NVML_LIB
 	MODE="dry run: fakes, $DRY_GPUS simulated H200(s)"
 else
 	unset GPURUN_NVML_LIB GPURUN_NVIDIA_SMI GPURUN_FAKE_FIXTURE
 	SMI=$(command -v nvidia-smi || echo nvidia-smi)
+	NVML=libnvidia-ml.so.1
 	MODE="real driver"
 fi
 
@@ -382,8 +398,10 @@ fi
 built=$?
 if [ "$built" = 0 ] && mkdir -p "$B/device" &&
 	timeout 60 gcc -std=gnu11 -Wall -Wextra -O2 -o "$CUDA_UUID" tests/device/cuda_uuid.c -ldl \
+		>>"$LOG/build.log" 2>&1 &&
+	timeout 60 gcc -std=gnu11 -Wall -Wextra -O2 -o "$NVML_DUMP" tests/helpers/nvml_dump.c -ldl \
 		>>"$LOG/build.log" 2>&1; then
-	record "build" ok "$how; cuda_uuid by gcc; $(seconds_since "$build_start") s"
+	record "build" ok "$how; cuda_uuid and nvml_dump by gcc; $(seconds_since "$build_start") s"
 else
 	record "build" FAIL "$(grep -m1 -E 'error:|Error [0-9]+|No rule to make' "$LOG/build.log" || tail -n1 "$LOG/build.log")"
 fi
@@ -465,6 +483,56 @@ if ! $ALL_CHECKS_OFF && enough 20 "NVML path vs nvidia-smi path"; then
 		record "NVML path vs nvidia-smi path" FAIL "exit $s1/$s2/$s3: $(first_line "$LOG/nvml.1.err")$(first_line "$LOG/smi-path.err")"
 	else
 		EXTRA= compare_check "NVML path vs nvidia-smi path" paths "json:$LOG/nvml.1.json" "json:$LOG/nvml.2.json" "json:$LOG/smi-path.json"
+	fi
+fi
+
+# The fake NVML stands for this driver in every other test: tests/helpers/nvml_dump asks the
+# real library what tests/integration/fakes_test.sh asks the fake, and each answer below, the
+# fake's, must be the driver's too. One that differs is a fault of the fake: fix it there.
+# Lines: the dump's key, a pattern for its answer, what the answer means.
+NVML_CONTRACT=$(cat <<'EOF'
+count[before init]	^error 1 \(	a call before init: UNINITIALIZED
+gpu0.uuid[short]	^error 7 \(	a short UUID buffer: INSUFFICIENT_SIZE
+gpu0.serial[short]	^error 7 \(	a short serial buffer: INSUFFICIENT_SIZE
+gpu0.memory_v2	^total=[0-9]+ reserved=[0-9]+ free=[0-9]+ used=[0-9]+$	memory v2 answers
+gpu0.memory_v2[version=2]	^error 13 \(	memory v2 with a plain 2: FUNCTION_NOT_FOUND
+gpu0.temperature[sensor=1]	^error 2 \(	the temperature of sensor 1: INVALID_ARGUMENT
+gpu0.temperature_v	^[0-9]+$	the versioned temperature call answers
+gpu0.temperature_v[version=1]	^error 25 \(	the versioned call with a plain 1: ARGUMENT_VERSION_MISMATCH
+gpu0.temperature_v[sensor=1]	^error 2 \(	the versioned call for sensor 1: INVALID_ARGUMENT
+gpu0.display_mode	^error 26 \(	display mode: DEPRECATED, as the dry run has it
+gpu0.processes_v2[call 1, count 0]	^(ok count=0$|error 7 \([^)]*\) need=[1-9])	a process list with room for none: all of it, or the need
+handle[past count]	^error 2 \(	a handle past the count: INVALID_ARGUMENT
+count[after one shutdown]	^0$	init is reference counted
+count[after last shutdown]	^error 1 \(	after the last shutdown: UNINITIALIZED
+shutdown[extra]	^error 1 \(	an extra shutdown: UNINITIALIZED
+EOF
+)
+# answer_of KEY: what the dump says for KEY.
+answer_of() { awk -v key="$1: " 'index($0, key) == 1 { print substr($0, length(key) + 1); exit }' "$LOG/nvml-dump.txt"; }
+if ! $ALL_CHECKS_OFF && enough 10 "NVML: the fake answers as the driver"; then
+	timeout 30 "$NVML_DUMP" "$NVML" >"$LOG/nvml-dump.txt" 2>&1
+	dump_status=$?
+	differs=()
+	asked=0
+	while IFS=$'\t' read -r key pattern meaning; do
+		asked=$((asked + 1))
+		answer=$(answer_of "$key")
+		[[ $answer =~ $pattern ]] || differs+=("$meaning (driver: ${answer:-no answer})")
+	done <<<"$NVML_CONTRACT"
+	# Both temperature calls read one sensor, which may tick between them.
+	asked=$((asked + 1))
+	legacy=$(answer_of gpu0.temperature) versioned=$(answer_of gpu0.temperature_v)
+	awk -v a="$legacy" -v b="$versioned" 'BEGIN { exit !(a ~ /^[0-9]+$/ && b ~ /^[0-9]+$/ &&
+		a - b <= 2 && b - a <= 2) }' ||
+		differs+=("the two temperature calls agree (driver: '$legacy' and '$versioned')")
+	if [ "$dump_status" != 0 ]; then
+		record "NVML: the fake answers as the driver" FAIL "nvml_dump exit $dump_status: $(last_line "$LOG/nvml-dump.txt")"
+	elif [ ${#differs[@]} = 0 ]; then
+		record "NVML: the fake answers as the driver" ok "$asked answers alike (temperature: $legacy °C, and $versioned °C through the versioned call)"
+	else
+		detail=$(printf '%s; ' "${differs[@]}")
+		record "NVML: the fake answers as the driver" FAIL "${#differs[@]} of $asked differ: ${detail%; }"
 	fi
 fi
 
@@ -710,6 +778,14 @@ $(us "$true_median"): +$(us "$added") (NVML, with lease, $RUNS_SPAWN runs each, 
 fi
 
 # ==== the table ================================================================================
+for name in "${CHECKS[@]}"; do
+	for recorded in "${NAMES[@]}"; do [ "$recorded" = "$name" ] && continue 2; done
+	if $ALL_CHECKS_OFF; then
+		record "$name" skip "no gpurun or no GPU"
+	else
+		record "$name" FAIL "no verdict: acceptance.sh never reached it (its stderr says why)"
+	fi
+done
 width=5
 for name in "${NAMES[@]}"; do [ ${#name} -gt "$width" ] && width=${#name}; done
 {
