@@ -1,7 +1,6 @@
 /* vendor: what differs between NVIDIA and AMD GPUs once they are in one snapshot: each
  * vendor's own numbering, the inherited ROCR_VISIBLE_DEVICES mask, and keeping a hand-off to
  * one vendor. */
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -51,31 +50,34 @@ static long rocr_entry_device(const struct gpurun_snapshot *snapshot, const char
 	return -1;
 }
 
+/* Whether the value names the device at position. Like CUDA_VISIBLE_DEVICES, an entry that
+ * names no GPU ends the list: a mask is never read as wider than it could be. Asked device by
+ * device, so that reading a mask needs no memory (there are a few AMD GPUs, not thousands). */
+static bool rocr_names(const struct gpurun_snapshot *snapshot, const char *text, size_t position)
+{
+	while (*text) {
+		size_t length = strcspn(text, ",");
+		long named = rocr_entry_device(snapshot, text, length);
+
+		if (named < 0)
+			return false;
+		if ((size_t)named == position)
+			return true;
+		if (text[length] == '\0')
+			return false;
+		text += length + 1;
+	}
+	return false;
+}
+
 void gpurun_rocr_visible_mask(const struct gpurun_snapshot *snapshot,
 			      const char *rocr_visible_devices, bool *allowed)
 {
-	const char *text = rocr_visible_devices;
-
-	if (text == NULL)
+	if (rocr_visible_devices == NULL)
 		return;
-	bool *named = calloc(snapshot->count ? snapshot->count : 1, sizeof(*named));
-	/* Like CUDA_VISIBLE_DEVICES, an entry that names no GPU ends the list: a mask is never
-	 * read as wider than it could be. */
-	while (named && *text) {
-		size_t length = strcspn(text, ",");
-		long position = rocr_entry_device(snapshot, text, length);
-
-		if (position < 0)
-			break;
-		named[position] = true;
-		if (text[length] == '\0')
-			break;
-		text += length + 1;
-	}
 	for (size_t i = 0; i < snapshot->count; i++)
 		if (snapshot->devices[i].vendor == GPURUN_VENDOR_AMD)
-			allowed[i] = allowed[i] && named && named[i];
-	free(named);
+			allowed[i] = allowed[i] && rocr_names(snapshot, rocr_visible_devices, i);
 }
 
 /* A program is built for one vendor's runtime, and gpurun cannot tell which: on a machine with

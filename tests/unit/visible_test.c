@@ -625,6 +625,18 @@ static void out_of_memory_is_an_error(void **state)
 	assert_rules_mention("CUDA's order as the CUDA driver reports it");
 }
 
+/* ROCR_VISIBLE_DEVICES too: an allocation that fails while it is read is an error, never all
+ * AMD GPUs left out. */
+static void out_of_memory_with_rocr_visible_devices_is_an_error(void **state)
+{
+	(void)state;
+	devices[1].vendor = GPURUN_VENDOR_AMD;
+	devices[2].vendor = GPURUN_VENDOR_AMD;
+	inherited.rocr_visible_devices = "1";
+	assert_true(fail_each_allocation(NULL) >= 3);
+	assert_string_equal(apply(NULL), "x.x.xx");     /* AMD 1 is position 2 */
+}
+
 #define TEST(name) cmocka_unit_test_setup_teardown(name, machine, cleanup)
 
 int main(void)
@@ -659,6 +671,7 @@ int main(void)
 		TEST(container_uuids_limit),
 		TEST(whole_gpus_go_first),
 		TEST(out_of_memory_is_an_error),
+		TEST(out_of_memory_with_rocr_visible_devices_is_an_error),
 	};
 	size_t other_count = sizeof(others) / sizeof(others[0]);
 	struct CMUnitTest *tests = calloc(GRAMMAR_CASES + other_count, sizeof(*tests));
