@@ -165,8 +165,10 @@ $(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun-internal
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(UNIT_LDFLAGS) -o $@ $< $(B)/libgpurun-internal.a -lcmocka $(LDLIBS_GPURUN)
 
-# visible_test fails the library's allocations one at a time (out of memory is an error, not a mask).
+# visible_test and cuda_order_test fail the library's allocations one at a time (out of memory is
+# an error, not a mask or an answer).
 $(B)/tests/visible_test: UNIT_LDFLAGS = -Wl,--wrap=calloc -Wl,--wrap=malloc
+$(B)/tests/cuda_order_test: UNIT_LDFLAGS = -Wl,--wrap=calloc -Wl,--wrap=malloc -Wl,--wrap=realloc
 
 # ---- targets people run ------------------------------------------------------------------
 # `make VALGRIND=1 check`: the unit tests, and every gpurun the integration tests start, run under

@@ -117,7 +117,8 @@ static void report(int out, const char *library, const char *visible)
 	say(out, "end 0\n");
 }
 
-/* Reads what the child says until it closes the pipe or the time is up. */
+/* Reads what the child says until it closes the pipe, the time is up, or it has said more than
+ * a driver would (what it said so far then stands). NULL when out of memory. */
 static char *read_report(int in, double timeout_s, bool *timed_out)
 {
 	size_t size = 4096, used = 0;
@@ -141,10 +142,14 @@ static char *read_report(int in, double timeout_s, bool *timed_out)
 		if (ready <= 0)
 			continue;
 		if (used + 1 >= size) {
-			char *grown = size < REPORT_MAX ? realloc(text, size * 2) : NULL;
-
-			if (!grown)
+			if (size >= REPORT_MAX)
 				break;
+			char *grown = realloc(text, size * 2);
+
+			if (!grown) {
+				free(text);
+				return NULL;
+			}
 			text = grown;
 			size *= 2;
 		}
@@ -160,17 +165,16 @@ static char *read_report(int in, double timeout_s, bool *timed_out)
 	return text;
 }
 
-static void parse_report(char *text, struct gpurun_cuda_order *order)
+/* False when out of memory. */
+static bool parse_report(char *text, struct gpurun_cuda_order *order)
 {
 	size_t lines = 1;
 
 	for (const char *c = text; *c; c++)
 		lines += *c == '\n';
 	order->uuids = calloc(lines, sizeof(*order->uuids));
-	if (!order->uuids) {
-		snprintf(order->failure, sizeof(order->failure), "out of memory");
-		return;
-	}
+	if (!order->uuids)
+		return false;
 	char *rest = NULL;
 
 	for (char *line = strtok_r(text, "\n", &rest); line; line = strtok_r(NULL, "\n", &rest)) {
@@ -184,22 +188,23 @@ static void parse_report(char *text, struct gpurun_cuda_order *order)
 			order->answered = true;
 			if (strtol(line + 4, NULL, 10) == CUDA_ERROR_NO_DEVICE)
 				order->count = 0;
-			return;
+			return true;
 		} else if (strncmp(line, "error ", 6) == 0) {
 			snprintf(order->failure, sizeof(order->failure), "the CUDA driver could not say: %s",
 				 line + 6);
-			return;
+			return true;
 		}
 	}
 	snprintf(order->failure, sizeof(order->failure),
 		 "the CUDA driver could not say: its process gave no answer");
+	return true;
 }
 
-void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order)
+int gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order)
 {
 	const char *library = getenv("GPURUN_CUDA_LIB");
 	int pipe_fds[2], ignored;
-	bool timed_out;
+	bool timed_out, out_of_memory = false;
 	char *text;
 	pid_t child;
 
@@ -210,7 +215,7 @@ void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun
 	if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
 		snprintf(order->failure, sizeof(order->failure), "cannot ask the CUDA driver: pipe: %s",
 			 strerror(errno));
-		return;
+		return 0;
 	}
 	child = fork();
 	if (child < 0) {
@@ -218,7 +223,7 @@ void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun
 			 strerror(errno));
 		close(pipe_fds[0]);
 		close(pipe_fds[1]);
-		return;
+		return 0;
 	}
 	if (child == 0) {
 		/* What the driver prints must not end up in `gpurun --print`'s output. */
@@ -240,16 +245,17 @@ void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun
 	if (timed_out)
 		snprintf(order->failure, sizeof(order->failure),
 			 "the CUDA driver (%s) did not answer within %.0f s", library, timeout_s);
-	else if (!text)
-		snprintf(order->failure, sizeof(order->failure), "out of memory");
 	else
-		parse_report(text, order);
+		out_of_memory = !text || !parse_report(text, order);
 	free(text);
+	if (out_of_memory)
+		snprintf(order->failure, sizeof(order->failure), "out of memory");
 	if (!order->answered) {
 		free(order->uuids);
 		order->uuids = NULL;
 		order->count = 0;
 	}
+	return out_of_memory ? GPURUN_EXIT_SOFTWARE : 0;
 }
 
 void gpurun_cuda_order_free(struct gpurun_cuda_order *order)

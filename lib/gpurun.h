@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define GPURUN_VERSION "0.3.0"
+#define GPURUN_VERSION "0.3.1"
 
 /* Exit statuses of the gpurun command; library calls report the same numbers in
  * struct gpurun_error so that a front end can exit with them unchanged. */
@@ -282,8 +282,9 @@ struct gpurun_cuda_order {
 /* Asks the CUDA driver ($GPURUN_CUDA_LIB, else libcuda.so.1) which devices it shows with
  * CUDA_VISIBLE_DEVICES=visible, in a short-lived child process: this process never loads the
  * driver, which reads CUDA_VISIBLE_DEVICES once at cuInit and keeps it for good. order is
- * zeroed, or from an earlier call (whose answer it frees). */
-void gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order);
+ * zeroed, or from an earlier call (whose answer it frees). Returns 0, with the answer or why
+ * there is none in order, or GPURUN_EXIT_SOFTWARE when out of memory. */
+int gpurun_cuda_order_read(const char *visible, double timeout_s, struct gpurun_cuda_order *order);
 void gpurun_cuda_order_free(struct gpurun_cuda_order *order);
 
 /* Why the inherited variables keep a device out of the choice. */

@@ -469,15 +469,17 @@ static bool ask_driver(const struct integer_entry *entries, size_t count,
 {
 	char *written = calloc(count, 24);      /* 20 digits and a comma per entry */
 	struct text text = { written, count * 24, 0 };
+	int status;
 
 	if (!written)
 		return false;
 	for (size_t i = 0; i < count; i++)
 		text_add(&text, "%s%llu", i ? "," : "", entries[i].number);
-	gpurun_cuda_order_read(written, CUDA_ORDER_TIMEOUT_S, order);
-	order->asked = true;
+	status = gpurun_cuda_order_read(written, CUDA_ORDER_TIMEOUT_S, order);
 	free(written);
-	return true;
+	/* Out of memory is no answer: a later look asks again. */
+	order->asked = status == 0;
+	return status == 0;
 }
 
 /* Whether the driver's answer can place the entries. A driver that shows more devices than
