@@ -154,8 +154,11 @@ $(B)/fakes/libcuda.so.1: tests/fakes/fake_cuda.c $(FAKE_COMMON) tests/fakes/fixt
 
 $(B)/helpers/%: tests/helpers/%.c $(B)/fakes/libcuda.so.1
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) -o $@ $< -L$(B)/fakes $(if $(findstring direct,$*),-lcuda) \
-		-ldl -lpthread
+	$(CC) $(ALL_CPPFLAGS) $(PLAIN_CFLAGS) $(HELPER_LDFLAGS) -o $@ $< -L$(B)/fakes \
+		$(if $(findstring direct,$*),-lcuda) -ldl -lpthread
+
+# fork_while_waiting stops libgpurun's waiting thread inside a flock of its own.
+$(B)/helpers/fork_while_waiting: HELPER_LDFLAGS = -Wl,--export-dynamic-symbol=flock
 
 $(B)/bench/%: bench/%.c bench/timing.h $(B)/libgpurun.a
 	@mkdir -p $(@D)

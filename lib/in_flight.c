@@ -114,6 +114,14 @@ void in_flight_close(int fd)
 	pthread_mutex_unlock(&in_flight_lock);
 }
 
+void in_flight_closedir(DIR *dir)
+{
+	pthread_mutex_lock(&in_flight_lock);
+	unlist_in_flight(dirfd(dir));
+	closedir(dir);
+	pthread_mutex_unlock(&in_flight_lock);
+}
+
 void in_flight_hand_over(const int *fds, size_t count, void (*publish)(void *), void *context)
 {
 	pthread_mutex_lock(&in_flight_lock);

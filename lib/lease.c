@@ -220,17 +220,18 @@ int gpurun_lease_observe(int dir_fd, const char *lock_dir, const struct gpurun_d
 	lease_file_name(device, name, sizeof(name));
 	/* Read-only and never created: looking must not look like a release to a waiter
 	 * (inotify reports only closes of writable descriptors to it). */
-	int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = in_flight_openat(dir_fd, name,
+				  O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	int status = check_lock_file(fd, lock_dir, name, err);
 	if (status != 0) {
 		if (fd >= 0)
-			close(fd);
+			in_flight_close(fd);
 		return status;
 	}
 	bool held = lease_is_held(fd);
-	close(fd);
+	in_flight_close(fd);
 	return held ? 1 : 0;
 }
 

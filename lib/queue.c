@@ -68,7 +68,8 @@ void queue_set_pool(struct queue *queue, char **device_keys, size_t count)
 /* A ticket is live while its waiter holds it: a shared lock succeeds only on a dead one. */
 bool queue_ticket_is_live(const struct queue *queue, const char *name)
 {
-	int fd = openat(queue->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int fd = in_flight_openat(queue->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+				  0);
 	bool live;
 
 	/* Every ticket is made readable by all (queue_join): one that cannot be opened is no
@@ -76,7 +77,7 @@ bool queue_ticket_is_live(const struct queue *queue, const char *name)
 	if (fd < 0)
 		return false;
 	live = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-	close(fd);
+	in_flight_close(fd);
 	if (!live)
 		unlinkat(queue->dir_fd, name, 0);  /* its waiter died; only its owner may remove it */
 	return live;
@@ -89,13 +90,13 @@ size_t queue_waiting_ahead(struct queue *queue)
 	struct dirent *entry;
 	const size_t pool_length = sizeof(queue->pool) - 1;    /* a ticket's name starts with it */
 	/* A fresh open, not dup(): a duplicate would share the directory's read position. */
-	int fd = openat(queue->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = in_flight_openat(queue->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
 
 	queue->ahead[0] = '\0';
 	if (!dir) {
 		if (fd >= 0)
-			close(fd);
+			in_flight_close(fd);
 		return 0;
 	}
 	while ((entry = readdir(dir)) != NULL) {
@@ -117,7 +118,7 @@ size_t queue_waiting_ahead(struct queue *queue)
 		if (older[count])
 			count++;
 	}
-	closedir(dir);
+	in_flight_closedir(dir);
 	/* qsort's array must not be NULL, even for no elements. */
 	if (count > 1)
 		qsort(older, count, sizeof(*older), compare_names);

@@ -2,9 +2,13 @@
  * the preload library may, and reports what of that acquisition the child still holds: the
  * descriptors that point into the lock directory, and inotify ones. The child either relies on
  * libgpurun's own fork handler ("auto") or also calls gpurun_acquire_forget_in_child
- * ("explicit"). Exits 0 when the child holds none, 1 when it holds some (listed on stderr).
- * usage: fork_while_waiting LIBGPURUN LOCK_DIR auto|explicit ACQUIRE-OPTIONS */
+ * ("explicit"); "in-a-test" is "auto" with the fork made while the waiting thread is inside
+ * its next test of a lock (a flock it may not block on, as a look takes on each lock file),
+ * where it holds a descriptor for that instant. Exits 0 when the child holds none, 1 when it
+ * holds some (listed on stderr).
+ * usage: fork_while_waiting LIBGPURUN LOCK_DIR auto|explicit|in-a-test ACQUIRE-OPTIONS */
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,6 +26,64 @@
 static int (*acquire)(const struct gpurun_request *, gpurun_progress_fn *, void *,
 		      struct gpurun_choice *, struct gpurun_error *);
 static struct gpurun_request request;
+
+/* "in-a-test": the waiting thread, once armed, stops in its next test of a lock until the
+ * main thread has forked. This flock is exported (the Makefile), so libgpurun's calls reach
+ * it. */
+enum stop { STOP_OFF, STOP_ARMED, STOP_IN_A_TEST, STOP_FORKED };
+static pthread_t waiting_thread;
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stop_changed = PTHREAD_COND_INITIALIZER;
+static enum stop stop = STOP_OFF;
+
+int flock(int fd, int operation);
+
+static void set_stop(enum stop next)
+{
+	pthread_mutex_lock(&stop_lock);
+	stop = next;
+	pthread_cond_broadcast(&stop_changed);
+	pthread_mutex_unlock(&stop_lock);
+}
+
+/* Waits for the stop to reach `awaited`; false after `seconds`. */
+static bool await_stop(enum stop awaited, int seconds)
+{
+	struct timespec deadline;
+	int status = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += seconds;
+	pthread_mutex_lock(&stop_lock);
+	while (stop != awaited && status == 0)
+		status = pthread_cond_timedwait(&stop_changed, &stop_lock, &deadline);
+	bool reached = stop == awaited;
+	pthread_mutex_unlock(&stop_lock);
+	return reached;
+}
+
+int flock(int fd, int operation)
+{
+	static int (*real_flock)(int, int);
+
+	if (!real_flock)
+		real_flock = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
+	int result = real_flock(fd, operation);
+	int cause = errno;
+
+	if (operation == (LOCK_SH | LOCK_NB) && pthread_equal(pthread_self(), waiting_thread)) {
+		pthread_mutex_lock(&stop_lock);
+		if (stop == STOP_ARMED) {
+			stop = STOP_IN_A_TEST;
+			pthread_cond_broadcast(&stop_changed);
+			while (stop != STOP_FORKED)
+				pthread_cond_wait(&stop_changed, &stop_lock);
+		}
+		pthread_mutex_unlock(&stop_lock);
+	}
+	errno = cause;
+	return result;
+}
 
 static void *wait_for_gpus(void *unused)
 {
@@ -112,6 +174,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pthread_create(&waiter, NULL, wait_for_gpus, NULL);
+	waiting_thread = waiter;
 	const struct timespec pause = { .tv_nsec = 10 * 1000 * 1000 };
 	for (int i = 0; !has_ticket(argv[2]); i++) {
 		if (i == 3000) {
@@ -120,12 +183,22 @@ int main(int argc, char **argv)
 		}
 		nanosleep(&pause, NULL);
 	}
+	bool in_a_test = strcmp(argv[3], "in-a-test") == 0;
+	if (in_a_test) {
+		set_stop(STOP_ARMED);
+		if (!await_stop(STOP_IN_A_TEST, 30)) {
+			fprintf(stderr, "fork_while_waiting: the waiter tested no lock in 30 s\n");
+			return 2;
+		}
+	}
 	pid_t child = fork();
 	if (child == 0) {
 		if (strcmp(argv[3], "explicit") == 0)
 			forget();
 		_exit(count_inherited(argv[2]) == 0 ? 0 : 1);
 	}
+	if (in_a_test)
+		set_stop(STOP_FORKED);
 	int status = 1;
 	waitpid(child, &status, 0);
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);   /* the waiting thread goes with us */
