@@ -92,7 +92,7 @@ fi
 # ---- results -------------------------------------------------------------------------------
 NAMES=() RESULTS=() DETAILS=()
 # Every check the table must end with a verdict on: one the script never reached (a fault of
-# the script itself, seen in console.log) is a failure, not a missing row.
+# the script itself, which its stderr shows) is a failure, not a missing row.
 CHECKS=("build" "machine" "show --all vs nvidia-smi" "show --json vs nvidia-smi"
 	"NVML path vs nvidia-smi path" "NVML: the fake answers as the driver"
 	"hand-off: C program" "hand-off --lazy: C program" "hand-off: PyTorch" "hand-off --lazy: PyTorch"

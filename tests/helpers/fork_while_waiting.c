@@ -8,8 +8,8 @@
  * holds some (listed on stderr).
  * usage: fork_while_waiting LIBGPURUN LOCK_DIR auto|explicit|in-a-test ACQUIRE-OPTIONS */
 #include <dirent.h>
-#include <errno.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -35,6 +35,7 @@ static pthread_t waiting_thread;
 static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stop_changed = PTHREAD_COND_INITIALIZER;
 static enum stop stop = STOP_OFF;
+static int (*real_flock)(int, int);     /* libc's, found before any thread starts */
 
 int flock(int fd, int operation);
 
@@ -64,23 +65,18 @@ static bool await_stop(enum stop awaited, int seconds)
 
 int flock(int fd, int operation)
 {
-	static int (*real_flock)(int, int);
-
-	if (!real_flock)
-		real_flock = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
 	int result = real_flock(fd, operation);
 	int cause = errno;
 
-	if (operation == (LOCK_SH | LOCK_NB) && pthread_equal(pthread_self(), waiting_thread)) {
-		pthread_mutex_lock(&stop_lock);
-		if (stop == STOP_ARMED) {
-			stop = STOP_IN_A_TEST;
-			pthread_cond_broadcast(&stop_changed);
-			while (stop != STOP_FORKED)
-				pthread_cond_wait(&stop_changed, &stop_lock);
-		}
-		pthread_mutex_unlock(&stop_lock);
+	pthread_mutex_lock(&stop_lock);
+	if (stop == STOP_ARMED && operation == (LOCK_SH | LOCK_NB) &&
+	    pthread_equal(pthread_self(), waiting_thread)) {
+		stop = STOP_IN_A_TEST;
+		pthread_cond_broadcast(&stop_changed);
+		while (stop != STOP_FORKED)
+			pthread_cond_wait(&stop_changed, &stop_lock);
 	}
+	pthread_mutex_unlock(&stop_lock);
 	errno = cause;
 	return result;
 }
@@ -149,8 +145,14 @@ int main(int argc, char **argv)
 	struct gpurun_error err;
 	pthread_t waiter;
 
+	real_flock = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
+	if (!real_flock) {
+		fprintf(stderr, "fork_while_waiting: no flock after this program's own\n");
+		return 2;
+	}
 	if (argc != 5) {
-		fprintf(stderr, "usage: fork_while_waiting LIBGPURUN LOCK_DIR auto|explicit OPTIONS\n");
+		fprintf(stderr, "usage: fork_while_waiting LIBGPURUN LOCK_DIR auto|explicit|in-a-test "
+			"OPTIONS\n");
 		return 2;
 	}
 	void *library = dlopen(argv[1], RTLD_NOW);
