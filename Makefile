@@ -164,14 +164,14 @@ $(B)/bench/%: bench/%.c bench/timing.h $(B)/libgpurun.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(B)/libgpurun.a $(LDLIBS_GPURUN)
 
-$(B)/tests/%_test: tests/unit/%_test.c tests/unit/unit.h $(B)/libgpurun-internal.a
+$(B)/tests/%_test: tests/unit/%_test.c $(wildcard tests/unit/*.h) $(B)/libgpurun-internal.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(UNIT_LDFLAGS) -o $@ $< $(B)/libgpurun-internal.a -lcmocka $(LDLIBS_GPURUN)
 
-# visible_test and cuda_order_test fail the library's allocations one at a time (out of memory is
-# an error, not a mask or an answer).
-$(B)/tests/visible_test: UNIT_LDFLAGS = -Wl,--wrap=calloc -Wl,--wrap=malloc
-$(B)/tests/cuda_order_test: UNIT_LDFLAGS = -Wl,--wrap=calloc -Wl,--wrap=malloc -Wl,--wrap=realloc
+# visible_test and cuda_order_test fail the library's allocations one at a time
+# (tests/unit/failing_allocations.h: out of memory is an error, not a mask or an answer).
+FAILING_ALLOCATIONS = -Wl,--wrap=calloc -Wl,--wrap=malloc -Wl,--wrap=realloc
+$(B)/tests/visible_test $(B)/tests/cuda_order_test: UNIT_LDFLAGS = $(FAILING_ALLOCATIONS)
 
 # ---- targets people run ------------------------------------------------------------------
 # `make VALGRIND=1 check`: the unit tests, and every gpurun the integration tests start, run under

@@ -6,52 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "failing_allocations.h"
+#include "fixture_file.h"
 #include "unit.h"
-
-/* The link wraps calloc, malloc and realloc (Makefile), for every object of the library:
- * allocation number fail_at (from 0) fails, and allocation_failed says it did. -1 fails none.
- * The child that asks the driver allocates only inside libc and the loader, which the wrap
- * does not reach. */
-void *__real_calloc(size_t count, size_t size);
-void *__real_malloc(size_t size);
-void *__real_realloc(void *pointer, size_t size);
-void *__wrap_calloc(size_t count, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_realloc(void *pointer, size_t size);
-
-static long fail_at = -1;
-static long allocations;
-static bool allocation_failed;
-
-static bool fail_this_one(void)
-{
-	if (fail_at < 0 || allocations++ != fail_at)
-		return false;
-	allocation_failed = true;
-	return true;
-}
-
-void *__wrap_calloc(size_t count, size_t size)
-{
-	return fail_this_one() ? NULL : __real_calloc(count, size);
-}
-
-void *__wrap_malloc(size_t size)
-{
-	return fail_this_one() ? NULL : __real_malloc(size);
-}
-
-void *__wrap_realloc(void *pointer, size_t size)
-{
-	return fail_this_one() ? NULL : __real_realloc(pointer, size);
-}
 
 #define TIMEOUT_S 30.0
 /* More than the first 4 KiB of the report: its buffer grows at least once. */
 #define MANY_GPUS 200
 
-static char scratch[] = "/tmp/gpurun-cuda-order-test.XXXXXX";
-static char fixture_path[128];
 static char library[4096];
 static struct gpurun_cuda_order order;
 
@@ -66,10 +28,8 @@ static int start_group(void **state)
 			"root\n", library);
 		return -1;
 	}
-	if (!mkdtemp(scratch))
+	if (fixture_file_start() != 0)
 		return -1;
-	snprintf(fixture_path, sizeof(fixture_path), "%s/fixture", scratch);
-	setenv("GPURUN_FAKE_FIXTURE", fixture_path, 1);
 	setenv("GPURUN_CUDA_LIB", library, 1);
 	unsetenv("CUDA_DEVICE_ORDER");
 	return 0;
@@ -78,8 +38,7 @@ static int start_group(void **state)
 static int end_group(void **state)
 {
 	(void)state;
-	unlink(fixture_path);
-	rmdir(scratch);
+	fixture_file_end();
 	return 0;
 }
 
@@ -90,15 +49,6 @@ static int cleanup(void **state)
 	gpurun_cuda_order_free(&order);
 	setenv("GPURUN_CUDA_LIB", library, 1);
 	return 0;
-}
-
-static void use_fixture(const char *text)
-{
-	FILE *file = fopen(fixture_path, "w");
-
-	assert_non_null(file);
-	assert_true(fputs(text, file) >= 0);
-	assert_int_equal(fclose(file), 0);
 }
 
 /* "0,1,...,count-1" */

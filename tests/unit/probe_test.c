@@ -9,14 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_file.h"
 #include "unit.h"
 
 #define FAKE_NVML "build/fakes/libnvidia-ml.so.1"
 #define OLD_FAKE_NVML "build/fakes/old/libnvidia-ml.so.1"
 #define FAKE_SMI "build/fakes/nvidia-smi"
 
-static char scratch[] = "/tmp/gpurun-probe-test.XXXXXX";
-static char fixture_path[128];
 static struct gpurun_snapshot snapshot, other;
 static struct gpurun_error err;
 
@@ -42,15 +41,6 @@ static const char four_gpus[] =
 	"memory 81920 512\n"
 	"power 70.01\n";
 
-static void use_fixture(const char *text)
-{
-	FILE *file = fopen(fixture_path, "w");
-
-	assert_non_null(file);
-	assert_int_equal(fputs(text, file) >= 0, 1);
-	assert_int_equal(fclose(file), 0);
-}
-
 static int start_group(void **state)
 {
 	(void)state;
@@ -63,10 +53,8 @@ static int start_group(void **state)
 			return -1;
 		}
 	}
-	if (!mkdtemp(scratch))
+	if (fixture_file_start() != 0)
 		return -1;
-	snprintf(fixture_path, sizeof(fixture_path), "%s/fixture", scratch);
-	setenv("GPURUN_FAKE_FIXTURE", fixture_path, 1);
 	/* The machine's own AMD GPUs, if any, must not join the snapshots. */
 	setenv("GPURUN_SYSFS_ROOT", scratch, 1);
 	return 0;
@@ -75,8 +63,7 @@ static int start_group(void **state)
 static int end_group(void **state)
 {
 	(void)state;
-	unlink(fixture_path);
-	rmdir(scratch);
+	fixture_file_end();
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture_file.h"
 #include "unit.h"
 
 #define TREES "tests/fixtures/amd"
@@ -14,8 +15,6 @@
 
 static struct gpurun_snapshot snapshot;
 static struct gpurun_error err;
-static char scratch[] = "/tmp/gpurun-process-test.XXXXXX";
-static char fixture_path[128];
 
 static int start_group(void **state)
 {
@@ -25,10 +24,8 @@ static int start_group(void **state)
 			FAKE_NVML);
 		return -1;
 	}
-	if (!mkdtemp(scratch))
+	if (fixture_file_start() != 0)
 		return -1;
-	snprintf(fixture_path, sizeof(fixture_path), "%s/fixture", scratch);
-	setenv("GPURUN_FAKE_FIXTURE", fixture_path, 1);
 	setenv("GPURUN_NVML_LIB", FAKE_NVML, 1);
 	return 0;
 }
@@ -36,8 +33,7 @@ static int start_group(void **state)
 static int end_group(void **state)
 {
 	(void)state;
-	unlink(fixture_path);
-	rmdir(scratch);
+	fixture_file_end();
 	return 0;
 }
 
@@ -179,15 +175,6 @@ static void this_very_process_on_the_real_proc(void **state)
 }
 
 /* ---- NVML process lists through the fake ------------------------------------------------------ */
-
-static void use_fixture(const char *text)
-{
-	FILE *file = fopen(fixture_path, "w");
-
-	assert_non_null(file);
-	fputs(text, file);
-	assert_int_equal(fclose(file), 0);
-}
 
 static void nvml_lists_then_collect(const char *fixture)
 {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failing_allocations.h"
 #include "unit.h"
 
 /* Four A100s, GPU 3 in MIG mode with two instances:
@@ -27,35 +28,6 @@ static struct gpurun_snapshot snapshot = { .devices = devices, .count = DEVICES 
 static struct gpurun_inherited inherited;
 static struct gpurun_mask mask;
 static struct gpurun_error error;
-
-/* The link wraps calloc and malloc (Makefile), for every object of the library: allocation
- * number fail_at (from 0) fails, and allocation_failed says it did. -1 fails none. */
-void *__real_calloc(size_t count, size_t size);
-void *__real_malloc(size_t size);
-void *__wrap_calloc(size_t count, size_t size);
-void *__wrap_malloc(size_t size);
-
-static long fail_at = -1;
-static long allocations;
-static bool allocation_failed;
-
-static bool fail_this_one(void)
-{
-	if (fail_at < 0 || allocations++ != fail_at)
-		return false;
-	allocation_failed = true;
-	return true;
-}
-
-void *__wrap_calloc(size_t count, size_t size)
-{
-	return fail_this_one() ? NULL : __real_calloc(count, size);
-}
-
-void *__wrap_malloc(size_t size)
-{
-	return fail_this_one() ? NULL : __real_malloc(size);
-}
 
 static void set_device(int position, int index, const char *uuid, const char *name)
 {
